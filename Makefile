@@ -1,0 +1,33 @@
+# Every target installs what it needs first, so each works from a fresh clone
+# with only Python 3.11 and make present.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test lint demo bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(STAMP)
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check zerda_async sync_api tests bench
+	$(BIN)/ruff format --check zerda_async sync_api tests bench
+	$(BIN)/mypy
+
+demo: setup
+	$(BIN)/python -m zerda_async.demo
+
+bench: setup
+	$(BIN)/python bench/bench_sync_latency.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,68 @@
+"""zerda-async: an async streaming context-building engine for RAG.
+
+A query and an indexed corpus of text chunks become a budget-bounded,
+source-cited context string for an LLM prompt: query analysis (Arabic and
+English), hybrid retrieval (vector + BM25 keyword + metadata, fused with
+Reciprocal Rank Fusion), filtering, multi-factor ranking, budget-aware
+composition with templates, a guard, caching, multi-turn history, adaptive
+budgets and multi-query budget allocation.
+
+The async engine is :class:`AsyncContextEngine`; the documented synchronous
+API lives in the sibling package ``sync_api``.
+"""
+
+from .core.config import (
+    CacheConfig,
+    ComposerConfig,
+    ConfigError,
+    ContextEngineConfig,
+    FilterConfig,
+    GuardConfig,
+    QueryAnalyzerConfig,
+    RankingConfig,
+    RetrieverConfig,
+    config_from_json,
+    config_from_toml,
+    config_to_json,
+)
+from .core.models import (
+    ContextResult,
+    ConversationHistory,
+    ConversationTurn,
+    QueryAnalysis,
+    QueryComplexity,
+    QueryIntent,
+    RetrievalMethod,
+    ScoredChunk,
+    SourceQuality,
+)
+from .engine import AsyncContextEngine
+from .errors import EmbeddingError, EngineClosedError, ZerdaError
+
+__all__ = [
+    "AsyncContextEngine",
+    "CacheConfig",
+    "ComposerConfig",
+    "ConfigError",
+    "ContextEngineConfig",
+    "ContextResult",
+    "ConversationHistory",
+    "ConversationTurn",
+    "EmbeddingError",
+    "EngineClosedError",
+    "FilterConfig",
+    "GuardConfig",
+    "QueryAnalysis",
+    "QueryAnalyzerConfig",
+    "QueryComplexity",
+    "QueryIntent",
+    "RankingConfig",
+    "RetrievalMethod",
+    "RetrieverConfig",
+    "ScoredChunk",
+    "SourceQuality",
+    "ZerdaError",
+    "config_from_json",
+    "config_from_toml",
+    "config_to_json",
+]

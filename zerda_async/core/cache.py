@@ -1,0 +1,110 @@
+"""In-memory cache of composed contexts, keyed by the normalised query.
+
+Although documented as LRU, the cache is first-in-first-out with stale
+bookkeeping, and that behaviour is reproduced on purpose:
+
+* reads and overwrites never change an entry's position or refresh its age;
+* an expired entry is dropped from the store on read but stays in the
+  insertion order, so a later eviction can pop a key that is already gone,
+  remove nothing, and let the store grow past ``max_size``;
+* a key that expired and was stored again is listed twice in the order, so
+  its stale first position can evict the fresh value early;
+* ``max_size=0`` makes the first ``put`` raise ``IndexError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["ContextCache"]
+
+
+class ContextCache:
+    """FIFO-with-staleness cache mapping keys to ``(context, stored_at)``.
+
+    ``clock`` supplies the current time in seconds (``time.time`` by default);
+    tests pass a fake clock to control expiry.  Entries older than
+    ``ttl_seconds`` (strictly) are misses.  Instances are mutable and not
+    locked; share one across threads only under an external lock.
+    """
+
+    def __init__(
+        self,
+        max_size: int = 256,
+        ttl_seconds: int = 300,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._max = max_size
+        self._ttl = ttl_seconds
+        self._clock = clock
+        self._store: dict[str, tuple[str, float]] = {}
+        self._order: deque[str] = deque()
+        self._hits = 0
+        self._misses = 0
+
+    def get(self, key: str) -> str | None:
+        """The cached context, or ``None`` (a miss) if absent or expired.
+
+        An expired entry is removed from the store only, not from the order.
+        """
+        if key not in self._store:
+            self._misses += 1
+            return None
+        ctx, stored_at = self._store[key]
+        if self._clock() - stored_at > self._ttl:
+            del self._store[key]
+            self._misses += 1
+            return None
+        self._hits += 1
+        return ctx
+
+    def put(self, key: str, context: str) -> None:
+        """Store ``context`` under ``key``.
+
+        An existing key gets the new value and timestamp but keeps its place.
+        A new key, when the store is full, first pops the oldest key of the
+        order and drops it from the store if it is still there.
+        """
+        if key in self._store:
+            self._store[key] = (context, self._clock())
+            return
+        if len(self._store) >= self._max:
+            oldest = self._order.popleft()
+            self._store.pop(oldest, None)
+        self._store[key] = (context, self._clock())
+        self._order.append(key)
+
+    def make_key(self, query: str, filters: Mapping[str, Any] | None = None) -> str:
+        """MD5 hex digest of the stripped, lower-cased query plus the sorted filters.
+
+        Non-empty ``filters`` append ``str(sorted(filters.items()))``; ``None``
+        and ``{}`` give the same key.  Keys of mutually incomparable types
+        raise ``TypeError``.
+        """
+        raw = query.strip().lower()
+        if filters:
+            raw += str(sorted(filters.items()))
+        return hashlib.md5(raw.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """A fresh dict: size (expired-but-unread entries included), limits and hit rate."""
+        total = self._hits + self._misses
+        return {
+            "size": len(self._store),
+            "max_size": self._max,
+            "hits": self._hits,
+            "misses": self._misses,
+            "hit_rate": f"{self._hits / total:.1%}" if total else "0%",
+            "ttl_sec": self._ttl,
+        }
+
+    def clear(self) -> None:
+        """Drop every entry; the hit and miss counters are kept."""
+        self._store.clear()
+        self._order.clear()

@@ -1,0 +1,227 @@
+"""Configuration records of the engine.
+
+Every section is a mutable :class:`msgspec.Struct` whose field names, order and
+defaults are those of the documented synchronous package.  Nothing here
+validates values: the documented package accepts anything, and components read
+most values live at call time (see each component for what it snapshots).
+
+Configurations load from and dump to JSON or TOML with :func:`config_from_json`,
+:func:`config_from_toml` and :func:`config_to_json`; a bad field raises
+:class:`ConfigError` naming the field path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+__all__ = [
+    "CacheConfig",
+    "ComposerConfig",
+    "ConfigError",
+    "ContextConfig",
+    "ContextEngineConfig",
+    "FilterConfig",
+    "GuardConfig",
+    "LengthCounter",
+    "QueryAnalyzerConfig",
+    "RankingConfig",
+    "RetrieverConfig",
+    "config_from_json",
+    "config_from_toml",
+    "config_to_json",
+]
+
+LengthCounter = Callable[[str], int]
+"""Measures a text in the unit of the budget (characters by default, or tokens)."""
+
+DEFAULT_NOISE_PATTERNS: tuple[str, ...] = (
+    r"^\s*$",
+    r"^[\.\-\_\*]{5,}$",
+    r"^\s*(page|صفحة)\s*\d+\s*$",
+)
+
+
+class QueryAnalyzerConfig(msgspec.Struct):
+    """Budgets per complexity, extra entities and the Arabic-detection threshold."""
+
+    budget_low: int = 800
+    budget_medium: int = 2000
+    budget_high: int = 4000
+    custom_entities: list[str] = msgspec.field(default_factory=list)
+    arabic_threshold: float = 0.3
+
+
+class RetrieverConfig(msgspec.Struct):
+    """Which retrieval methods run, their fusion weights and the default ``top_k``."""
+
+    top_k: int = 20
+    vector_weight: float = 0.60
+    keyword_weight: float = 0.30
+    metadata_weight: float = 0.10
+    use_vector: bool = True
+    use_keyword: bool = True
+    use_metadata: bool = False
+    metadata_filters: dict[str, Any] = msgspec.field(default_factory=dict)
+    min_vector_score: float = 0.0
+
+
+class FilterConfig(msgspec.Struct):
+    """Noise patterns, length window and the semantic-dedup threshold.
+
+    ``dedup_method`` and ``prefix_length`` are kept for compatibility and are
+    never read: filtering always does noise, length, then exact-hash dedup.
+    """
+
+    dedup_method: str = "hash"
+    prefix_length: int = 100
+    semantic_sim_threshold: float = 0.92
+    min_chunk_length: int = 20
+    max_chunk_length: int = 4000
+    noise_patterns: list[str] = msgspec.field(
+        default_factory=lambda: list(DEFAULT_NOISE_PATTERNS)
+    )
+
+
+class RankingConfig(msgspec.Struct):
+    """Weights of the five ranking factors and the default number of chunks kept."""
+
+    weight_vector_score: float = 0.40
+    weight_keyword_score: float = 0.25
+    weight_source_quality: float = 0.20
+    weight_recency: float = 0.10
+    weight_position: float = 0.05
+    max_chunks_to_rank: int = 15
+
+
+class ComposerConfig(msgspec.Struct):
+    """Template, separator and formatting flags of the composed context.
+
+    ``include_sources``, ``summarize_long_chunks`` and ``min_compression_chars``
+    are kept for compatibility and are never read.
+    """
+
+    max_context_length: int = 2000
+    separator: str = "\n---\n"
+    template: str = "arabic"
+    include_scores: bool = False
+    include_metadata: bool = False
+    include_sources: bool = True
+    group_by_source: bool = False
+    summarize_long_chunks: bool = False
+    min_compression_chars: int = 50
+
+
+class GuardConfig(msgspec.Struct):
+    """Checks run by the context guard (``enabled`` is read once, at guard construction)."""
+
+    enabled: bool = True
+    min_context_length: int = 10
+    max_context_length: int = 8000
+    check_empty: bool = True
+    check_relevance: bool = False
+    relevance_threshold: float = 0.10
+    check_source_coverage: bool = True
+
+
+class CacheConfig(msgspec.Struct):
+    """Context cache settings (read once, at engine construction)."""
+
+    enabled: bool = True
+    max_size: int = 256
+    ttl_seconds: int = 300
+
+
+class ContextEngineConfig(msgspec.Struct):
+    """Master configuration: one sub-configuration per component plus global switches.
+
+    ``language`` is kept for compatibility and never read (language is always
+    detected).  ``max_context_length`` is a read/write alias of
+    ``composer.max_context_length``; ``separator`` and ``template`` are
+    read-only aliases of the composer fields.
+    """
+
+    query_analyzer: QueryAnalyzerConfig = msgspec.field(default_factory=QueryAnalyzerConfig)
+    retriever: RetrieverConfig = msgspec.field(default_factory=RetrieverConfig)
+    filter_cfg: FilterConfig = msgspec.field(default_factory=FilterConfig)
+    ranking: RankingConfig = msgspec.field(default_factory=RankingConfig)
+    composer: ComposerConfig = msgspec.field(default_factory=ComposerConfig)
+    guard: GuardConfig = msgspec.field(default_factory=GuardConfig)
+    cache: CacheConfig = msgspec.field(default_factory=CacheConfig)
+    language: str = "auto"
+    enable_adaptive: bool = True
+    multi_turn: bool = True
+
+    @property
+    def max_context_length(self) -> int:
+        """Default global budget of multi-query runs (``composer.max_context_length``)."""
+        return self.composer.max_context_length
+
+    @max_context_length.setter
+    def max_context_length(self, value: int) -> None:
+        self.composer.max_context_length = value
+
+    @property
+    def separator(self) -> str:
+        """The composer separator (read-only alias)."""
+        return self.composer.separator
+
+    @property
+    def template(self) -> str:
+        """The composer template name (read-only alias)."""
+        return self.composer.template
+
+
+ContextConfig = ContextEngineConfig
+"""Backward-compatible name of :class:`ContextEngineConfig` (the same class)."""
+
+
+class ConfigError(ValueError):
+    """A configuration document has a bad or unknown field; the message names its path."""
+
+
+def _decode(data: bytes | str, decode: Callable[..., Any], fmt: str) -> ContextEngineConfig:
+    try:
+        return decode(data, type=ContextEngineConfig, strict=True)  # type: ignore[no-any-return]
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid {fmt} configuration: {exc}") from exc
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"malformed {fmt} configuration: {exc}") from exc
+
+
+def _check_unknown(doc: Any, cls: type[msgspec.Struct], path: str) -> None:
+    if not isinstance(doc, dict):
+        return
+    fields = {f.name: f for f in msgspec.structs.fields(cls)}
+    for key, value in doc.items():
+        if key not in fields:
+            where = f"{path}.{key}" if path else key
+            raise ConfigError(f"unknown configuration field {where!r}")
+        sub = fields[key].type
+        if isinstance(sub, type) and issubclass(sub, msgspec.Struct):
+            _check_unknown(value, sub, f"{path}.{key}" if path else key)
+
+
+def config_from_json(data: bytes | str) -> ContextEngineConfig:
+    """Load a configuration from a JSON document (missing fields keep their defaults)."""
+    try:
+        _check_unknown(msgspec.json.decode(data), ContextEngineConfig, "")
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"malformed JSON configuration: {exc}") from exc
+    return _decode(data, msgspec.json.decode, "JSON")
+
+
+def config_from_toml(data: bytes | str) -> ContextEngineConfig:
+    """Load a configuration from a TOML document (missing fields keep their defaults)."""
+    try:
+        _check_unknown(msgspec.toml.decode(data), ContextEngineConfig, "")
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"malformed TOML configuration: {exc}") from exc
+    return _decode(data, msgspec.toml.decode, "TOML")
+
+
+def config_to_json(config: ContextEngineConfig) -> bytes:
+    """Dump a configuration as JSON (every field, including defaults)."""
+    return msgspec.json.encode(config)

@@ -1,0 +1,61 @@
+"""Helpers shared by the retrievers: duck-typed chunk access and top-k selection.
+
+Selection reproduces ``sorted(range(n), key=score, reverse=True)[:limit]``
+(a stable sort followed by a Python slice) without sorting every score when
+only a few are wanted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["chunk_metadata", "chunk_text", "slice_length", "stable_top"]
+
+# Below this size a full stable sort is as cheap as partitioning.
+_FULL_SORT_MAX = 2048
+
+
+def chunk_text(chunk: Any) -> Any:
+    """The chunk's text exactly as :attr:`ScoredChunk.text` resolves it."""
+    value = getattr(chunk, "text", None)
+    if value:
+        return value
+    return getattr(chunk, "page_content", "")
+
+
+def chunk_metadata(chunk: Any) -> Any:
+    """The chunk's metadata exactly as :attr:`ScoredChunk.metadata` resolves it."""
+    return getattr(chunk, "metadata", None) or {}
+
+
+def slice_length(n: int, limit: Any) -> int:
+    """How many items ``seq[:limit]`` keeps from a sequence of length ``n``.
+
+    Python slice semantics apply on purpose: ``None`` keeps everything, a
+    negative limit drops items from the end, and a non-integer limit raises the
+    same :class:`TypeError` a list slice would.
+    """
+    return len(range(n)[:limit])
+
+
+def stable_top(scores: NDArray[np.float64], limit: Any) -> NDArray[np.intp]:
+    """Indices of ``scores`` by descending score, ties by lower index, cut like ``[:limit]``."""
+    n = int(scores.shape[0])
+    m = slice_length(n, limit)
+    if m == 0:
+        return np.empty(0, dtype=np.intp)
+    neg = -scores
+    if n <= _FULL_SORT_MAX or m * 4 >= n:
+        return np.argsort(neg, kind="stable")[:m]
+    threshold = scores[np.argpartition(neg, m - 1)[m - 1]]
+    if threshold != threshold:
+        # NaN at the cut: comparisons cannot separate the candidates.
+        return np.argsort(neg, kind="stable")[:m]
+    above = np.flatnonzero(scores > threshold)
+    above = above[np.argsort(neg[above], kind="stable")]
+    # A stable full sort would place the lowest-indexed ties first.
+    ties = np.flatnonzero(scores == threshold)[: m - above.shape[0]]
+    return np.concatenate((above, ties))

@@ -1,0 +1,146 @@
+"""Hybrid retrieval: run the enabled retrievers and fuse their lists.
+
+Lists are merged by content hash.  Each merged chunk scores the weighted sum
+of its method scores; a chunk found by two or more methods also earns a
+Reciprocal Rank Fusion bonus and is marked ``HYBRID``.  The engine later
+recomputes ``composite_score`` in its ranker, so the fused score only decides
+which chunks survive the ``top_k`` cut and their ``retrieval_rank``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from ..config import ContextEngineConfig, RetrieverConfig
+from ..models import RetrievalMethod, ScoredChunk
+from ..strategy import HybridRetrieverStrategy
+
+__all__ = [
+    "RRF_K",
+    "HybridRetriever",
+    "MetadataSearcher",
+    "QuerySearcher",
+]
+
+RRF_K = 60
+"""Reciprocal Rank Fusion constant: a chunk at 1-based rank r adds ``1 / (RRF_K + r)``."""
+
+
+class QuerySearcher(Protocol):
+    """A vector or keyword retriever: ``retrieve(query, top_k)``."""
+
+    def retrieve(self, query: str, top_k: int, /) -> list[ScoredChunk]: ...
+
+
+class MetadataSearcher(Protocol):
+    """A metadata retriever: ``retrieve(filters, top_k)``."""
+
+    def retrieve(self, filters: dict[str, Any], top_k: int, /) -> list[ScoredChunk]: ...
+
+
+class _Merged:
+    """Fusion state of one content hash."""
+
+    __slots__ = ("entry", "methods", "rrf")
+
+    def __init__(self, entry: ScoredChunk, method: RetrievalMethod, rrf: float) -> None:
+        self.entry = entry
+        self.methods = [method]
+        self.rrf = rrf
+
+
+class HybridRetriever(HybridRetrieverStrategy):
+    """Vector + BM25 (+ metadata) retrieval fused by content hash with an RRF bonus.
+
+    Any retriever may be ``None`` (that method is skipped).  ``config.retriever``
+    is read at every call: ``use_vector``, ``use_keyword``, ``use_metadata``,
+    the three weights, ``top_k`` and ``metadata_filters``.
+    """
+
+    def __init__(
+        self,
+        config: ContextEngineConfig,
+        vector_retriever: QuerySearcher | None = None,
+        keyword_retriever: QuerySearcher | None = None,
+        metadata_retriever: MetadataSearcher | None = None,
+    ) -> None:
+        self.config = config
+        self.cfg: RetrieverConfig = config.retriever
+        self.vector_retriever = vector_retriever
+        self.keyword_retriever = keyword_retriever
+        self.metadata_retriever = metadata_retriever
+
+    def retrieve(
+        self,
+        query: str,
+        top_k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+    ) -> list[ScoredChunk]:
+        """Fused candidates for ``query``: at most ``top_k or config top_k``, best first.
+
+        ``filters`` are laid over ``metadata_filters`` of the configuration and
+        only used when metadata retrieval is enabled.  ``retrieval_rank`` and
+        ``composite_score`` of the returned objects are set to their fused
+        position and score.
+        """
+        cfg = self.cfg
+        k = top_k or cfg.top_k
+        eff_filters = {**cfg.metadata_filters, **(filters or {})}
+
+        lists: list[tuple[RetrievalMethod, list[ScoredChunk]]] = []
+        if cfg.use_vector and self.vector_retriever is not None:
+            lists.append((RetrievalMethod.VECTOR, self.vector_retriever.retrieve(query, k)))
+        if cfg.use_keyword and self.keyword_retriever is not None:
+            lists.append((RetrievalMethod.KEYWORD, self.keyword_retriever.retrieve(query, k)))
+        if cfg.use_metadata and self.metadata_retriever is not None and eff_filters:
+            lists.append(
+                (RetrievalMethod.METADATA, self.metadata_retriever.retrieve(eff_filters, k))
+            )
+
+        merged: dict[str, _Merged] = {}
+        for method, results in lists:
+            seen_here: set[str] = set()
+            for rank1, sc in enumerate(results, start=1):
+                key = sc.content_hash
+                if key in seen_here:
+                    continue
+                seen_here.add(key)
+                bonus = 1 / (RRF_K + rank1)
+                state = merged.get(key)
+                if state is None:
+                    merged[key] = _Merged(sc, method, bonus)
+                    continue
+                _copy_score(state.entry, sc, method)
+                state.methods.append(method)
+                state.rrf += bonus
+
+        scored: list[tuple[float, ScoredChunk]] = []
+        for state in merged.values():
+            entry = state.entry
+            composite = (
+                cfg.vector_weight * entry.vector_score
+                + cfg.keyword_weight * entry.keyword_score
+                + cfg.metadata_weight * entry.metadata_score
+            )
+            if len(state.methods) > 1:
+                composite = composite + state.rrf
+                entry.retrieval_method = RetrievalMethod.HYBRID
+            scored.append((composite, entry))
+
+        scored.sort(key=lambda pair: pair[0], reverse=True)
+        result: list[ScoredChunk] = []
+        for rank, (composite, entry) in enumerate(scored[:k]):
+            entry.retrieval_rank = rank
+            entry.composite_score = composite
+            result.append(entry)
+        return result
+
+
+def _copy_score(target: ScoredChunk, source: ScoredChunk, method: RetrievalMethod) -> None:
+    if method is RetrievalMethod.VECTOR:
+        target.vector_score = source.vector_score
+    elif method is RetrievalMethod.KEYWORD:
+        target.keyword_score = source.keyword_score
+    else:
+        target.metadata_score = source.metadata_score

@@ -1,0 +1,176 @@
+"""Vector retrieval: a native vector database, a LangChain-style store, or in-memory cosine.
+
+The in-memory index keeps the embeddings as a float64 matrix whose rows are
+normalised once at index time, so a query is a single matrix-vector product.
+Cosines are rounded to 12 decimals so that chunks with identical embeddings
+tie exactly, whatever order the floating-point sums ran in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..config import ContextEngineConfig, RetrieverConfig
+from ..models import RetrievalMethod, ScoredChunk
+from ._common import chunk_text, stable_top
+
+__all__ = ["COSINE_DECIMALS", "BatchEmbedFn", "EmbedFn", "VectorRetriever"]
+
+EmbedFn = Callable[[Any], ArrayLike]
+"""Embeds one text; the result is flattened to a 1-D float64 vector."""
+
+BatchEmbedFn = Callable[[list[Any]], ArrayLike]
+"""Embeds a list of texts at once; the result must have one row per text."""
+
+COSINE_DECIMALS = 12
+"""Decimals kept from every in-memory cosine similarity."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """One immutable in-memory index generation (swapped in whole)."""
+
+    chunks: tuple[Any, ...]
+    unit_rows: NDArray[np.float64]
+    embed_fn: EmbedFn | None
+    batch_embed_fn: BatchEmbedFn | None
+
+
+def _unit_rows(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    norms = np.linalg.norm(matrix, axis=1)
+    # Dividing zero rows by 1 keeps them zero, so they score cosine 0 like the
+    # guarded division of the per-row formula.
+    safe = np.where(norms > 0, norms, 1.0)
+    unit: NDArray[np.float64] = matrix / safe[:, None]
+    return unit
+
+
+class VectorRetriever:
+    """Similarity search through ``vector_db``, else ``vector_store_adapter``, else memory.
+
+    * ``vector_db`` must provide ``search(query, top_k=...)`` returning
+      ``(chunk, score)`` pairs.
+    * ``vector_store_adapter`` must provide
+      ``similarity_search_with_score(query, k=...)``; its scores are used as
+      returned (no distance conversion).
+    * Otherwise :meth:`index_chunks` builds an in-memory cosine index.
+
+    Pairs scoring below ``config.retriever.min_vector_score`` are dropped.
+    """
+
+    def __init__(
+        self,
+        config: ContextEngineConfig,
+        vector_store_adapter: Any | None = None,
+        vector_db: Any | None = None,
+    ) -> None:
+        self.cfg: RetrieverConfig = config.retriever
+        self._adapter = vector_store_adapter
+        self._vector_db = vector_db
+        self._index: _Index | None = None
+
+    @property
+    def chunks(self) -> list[Any]:
+        """The chunks of the in-memory index (empty before :meth:`index_chunks`)."""
+        return [] if self._index is None else list(self._index.chunks)
+
+    def index_chunks(
+        self,
+        chunks: Iterable[Any],
+        embed_fn: EmbedFn | None,
+        *,
+        batch_embed_fn: BatchEmbedFn | None = None,
+    ) -> None:
+        """Embed every chunk's text and replace the in-memory index.
+
+        ``embed_fn`` is called once per chunk unless ``batch_embed_fn`` is given,
+        in which case it is called once with all texts (and also embeds queries
+        when ``embed_fn`` is ``None``).  Errors from the embedding functions and
+        numpy's error for vectors of different lengths propagate; the previous
+        index then stays in place.
+        """
+        items = list(chunks)
+        texts = [chunk_text(chunk) for chunk in items]
+        if not items:
+            matrix = np.zeros((0, 0), dtype=np.float64)
+        elif batch_embed_fn is not None:
+            matrix = _batch_matrix(batch_embed_fn, texts)
+        else:
+            if embed_fn is None:
+                raise TypeError("'NoneType' object is not callable")
+            matrix = np.stack(
+                [np.asarray(embed_fn(text), dtype=np.float64).flatten() for text in texts]
+            )
+        self._index = _Index(
+            chunks=tuple(items),
+            unit_rows=_unit_rows(matrix),
+            embed_fn=embed_fn,
+            batch_embed_fn=batch_embed_fn,
+        )
+
+    def retrieve(self, query: str, top_k: int) -> list[ScoredChunk]:
+        """The ``top_k`` most similar chunks with ``vector_score`` set, best first."""
+        if self._vector_db is not None:
+            pairs: Sequence[tuple[Any, Any]] = self._vector_db.search(query, top_k=top_k)
+        elif self._adapter is not None:
+            pairs = self._adapter.similarity_search_with_score(query, k=top_k)
+        else:
+            return self._retrieve_in_memory(query, top_k)
+        min_score = self.cfg.min_vector_score
+        kept = [(chunk, score) for chunk, score in pairs if not score < min_score]
+        return [
+            ScoredChunk(
+                chunk=chunk,
+                vector_score=float(score),
+                retrieval_method=RetrievalMethod.VECTOR,
+                retrieval_rank=rank,
+            )
+            for rank, (chunk, score) in enumerate(kept)
+        ]
+
+    def _retrieve_in_memory(self, query: str, top_k: int) -> list[ScoredChunk]:
+        index = self._index
+        if index is None or index.unit_rows.shape[0] == 0:
+            return []
+        query_vec = _embed_query(index, query)
+        q_norm = float(np.linalg.norm(query_vec))
+        if q_norm == 0:
+            sims = np.zeros(index.unit_rows.shape[0], dtype=np.float64)
+        else:
+            sims = np.round(index.unit_rows @ (query_vec / q_norm), COSINE_DECIMALS)
+        order = stable_top(sims, top_k)
+        scores = sims[order]
+        keep = ~(scores < self.cfg.min_vector_score)
+        picked = order[keep].tolist()
+        values = scores[keep].tolist()
+        return [
+            ScoredChunk(
+                chunk=index.chunks[doc],
+                vector_score=score,
+                retrieval_method=RetrievalMethod.VECTOR,
+                retrieval_rank=rank,
+            )
+            for rank, (doc, score) in enumerate(zip(picked, values, strict=True))
+        ]
+
+
+def _batch_matrix(batch_embed_fn: BatchEmbedFn, texts: list[Any]) -> NDArray[np.float64]:
+    matrix = np.asarray(batch_embed_fn(texts), dtype=np.float64)
+    if matrix.ndim == 0 or matrix.shape[0] != len(texts):
+        rows = 0 if matrix.ndim == 0 else matrix.shape[0]
+        raise ValueError(f"batch_embed_fn returned {rows} vectors for {len(texts)} texts")
+    return matrix.reshape(len(texts), -1)
+
+
+def _embed_query(index: _Index, query: str) -> NDArray[np.float64]:
+    if index.embed_fn is not None:
+        return np.asarray(index.embed_fn(query), dtype=np.float64).flatten()
+    if index.batch_embed_fn is None:
+        raise TypeError("'NoneType' object is not callable")
+    row: NDArray[np.float64] = _batch_matrix(index.batch_embed_fn, [query])[0]
+    return row

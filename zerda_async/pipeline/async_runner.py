@@ -1,0 +1,481 @@
+"""The async runner: the same stage list as long-lived tasks joined by memory streams.
+
+Topology (one task group, started by the engine)::
+
+    submit ──► [embed] ──► [speculate × W] ──► (speculated event)
+       │                                              │
+       └────────────── submission order ──────────► [commit] ──► result / events
+
+* **submit** takes an in-flight slot (backpressure: at most ``max_in_flight``
+  requests are inside) and puts the request on two streams at once: the
+  commit stream, which fixes its place in the serial order, and the
+  speculation path.
+* **embed** (only with a coroutine or batch embedder) micro-batches the query
+  embeddings of concurrent requests: it waits a short window for more
+  requests, up to a size cap, then makes one embedder call.
+* **speculate** workers run the *speculative* stages (analysis, retrieval,
+  source quality, filter, rank) for the raw query, ahead of and concurrently
+  with earlier requests — in a worker thread under a capacity limiter when the
+  measured cost outweighs the thread hop.
+* **commit** is one task that walks the whole stage list for each request in
+  submission order, keeping the speculative output when the history stage
+  left the query unchanged and the corpus did not change meanwhile (otherwise
+  re-running those stages).  Everything that reads or writes shared state
+  (cache, histories, adaptive budget) therefore happens in submission order,
+  so concurrent requests return what running them one by one would.
+
+A request cancelled before its commit starts changes no shared state; once its
+commit started it completes (commits never await except to re-run stages).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ..core.models import ContextResult
+from ..embedding import Embedder
+from ..errors import EngineClosedError
+from .job import Job
+from .observe import emit_stage_event
+from .stages import STAGES, Stage, build_result
+from .state import EngineState
+from .sync_runner import annotate_stage_error, failed_stage
+
+__all__ = ["FINISHED", "AsyncRunner", "EventSink", "OffloadPolicy", "Request", "RunnerSettings"]
+
+EventSink = Callable[["Request", str, float], None]
+"""Called with (request, stage name, duration ms) as a request's stages complete."""
+
+FINISHED = "finished"
+"""The stage name an event sink receives last, once the request has its outcome."""
+
+
+class RunnerSettings:
+    """Tunables of the async runner (all have measured, sensible defaults)."""
+
+    def __init__(
+        self,
+        *,
+        max_in_flight: int = 64,
+        workers: int = 2,
+        thread_limit: int = 2,
+        embed_batch_window: float = 0.002,
+        embed_batch_size: int = 64,
+        offload_threshold_ms: float = 0.5,
+        offload_min_corpus: int = 2_000,
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight!r}")
+        if workers < 1 or thread_limit < 1:
+            raise ValueError("workers and thread_limit must be at least 1")
+        if embed_batch_window < 0 or embed_batch_size < 1:
+            raise ValueError("embed_batch_window must be >= 0 and embed_batch_size >= 1")
+        self.max_in_flight = max_in_flight
+        self.workers = workers
+        self.thread_limit = thread_limit
+        self.embed_batch_window = embed_batch_window
+        self.embed_batch_size = embed_batch_size
+        self.offload_threshold_ms = offload_threshold_ms
+        self.offload_min_corpus = offload_min_corpus
+
+
+class OffloadPolicy:
+    """Decides whether a stage group runs in a worker thread, from measured cost.
+
+    A thread hop costs roughly 0.15-0.25 ms here, so work cheaper than
+    ``threshold_ms`` runs inline on the loop.  Before any measurement the
+    corpus size decides.  Costs are tracked as an exponential moving average.
+    """
+
+    def __init__(self, threshold_ms: float, min_corpus: int) -> None:
+        self.threshold_ms = threshold_ms
+        self.min_corpus = min_corpus
+        self.average_ms: float | None = None
+
+    def should_offload(self, corpus_size: int) -> bool:
+        """True when the next run of the group should go to a worker thread."""
+        if self.average_ms is None:
+            return corpus_size >= self.min_corpus
+        return self.average_ms > self.threshold_ms
+
+    def observe(self, cost_ms: float) -> None:
+        """Record the measured cost of one run of the group (without the hop)."""
+        if self.average_ms is None:
+            self.average_ms = cost_ms
+        else:
+            self.average_ms = 0.8 * self.average_ms + 0.2 * cost_ms
+
+
+class Request:
+    """A job inside the async runner, with its synchronisation and outcome."""
+
+    def __init__(self, job: Job, sink: EventSink | None) -> None:
+        self.job = job
+        self.sink = sink
+        self.done = anyio.Event()
+        self.speculated = anyio.Event()
+        self.outcome: ContextResult | BaseException | None = None
+        self.cancelled = False
+        self.committing = False
+        self.skip_speculation = False
+        self.spec_query: Any = None
+        self.spec_version = -1
+        self.spec_error: BaseException | None = None
+        self.spec_error_stage: str | None = None
+
+    def result(self) -> ContextResult:
+        """The result, or the exception the request failed with."""
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        if self.outcome is None:
+            raise EngineClosedError("the request ended without a result (engine closed)")
+        return self.outcome
+
+
+class _Barrier:
+    """An engine-state change ordered among requests (index, clear_cache)."""
+
+    def __init__(self, apply: Callable[[], None]) -> None:
+        self.apply = apply
+        self.done = anyio.Event()
+        self.error: BaseException | None = None
+
+
+class AsyncRunner:
+    """Executes the stage list for many concurrent requests (see the module docstring)."""
+
+    def __init__(
+        self,
+        state: EngineState,
+        settings: RunnerSettings,
+        stages: Sequence[Stage] = STAGES,
+    ) -> None:
+        self.state = state
+        self.settings = settings
+        self.stages = tuple(stages)
+        self.speculative = tuple(s for s in self.stages if s.speculative)
+        self.limiter = anyio.CapacityLimiter(settings.thread_limit)
+        self.slots = anyio.Semaphore(settings.max_in_flight)
+        self.policy = OffloadPolicy(settings.offload_threshold_ms, settings.offload_min_corpus)
+        self.embedder: Embedder | None = None
+        self.corpus_size = 0
+        self._ids = itertools.count(1)
+        self._pending: set[Request] = set()
+        self._by_cache_key: dict[str, Request] = {}
+        self._running = False
+        self._closing = False
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._commit_send: MemoryObjectSendStream[Request | _Barrier] | None = None
+        self._spec_send: MemoryObjectSendStream[Request] | None = None
+        self._embed_send: MemoryObjectSendStream[Request] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """True between :meth:`serve` starting and the runner closing."""
+        return self._running and not self._closing
+
+    async def serve(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Run the stage tasks until :meth:`close` (use with ``TaskGroup.start``)."""
+        # Buffers hold at most max_in_flight requests (the slots bound them);
+        # barriers add a few more, hence the inf on the commit stream.
+        commit_send, commit_recv = anyio.create_memory_object_stream[Request | _Barrier](math.inf)
+        spec_send, spec_recv = anyio.create_memory_object_stream[Request](
+            self.settings.max_in_flight
+        )
+        embed_send, embed_recv = anyio.create_memory_object_stream[Request](
+            self.settings.max_in_flight
+        )
+        self._commit_send, self._spec_send, self._embed_send = commit_send, spec_send, embed_send
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._embed_stage, embed_recv, spec_send.clone())
+                for _ in range(self.settings.workers):
+                    tg.start_soon(self._speculate_stage, spec_recv.clone())
+                spec_recv.close()
+                tg.start_soon(self._commit_stage, commit_recv)
+                self._running = True
+                task_status.started()
+        finally:
+            self._running = False
+            self._closing = True
+            self._fail_pending(EngineClosedError("the engine was closed"))
+            for stream in (commit_send, spec_send, embed_send):
+                stream.close()
+
+    async def close(self) -> None:
+        """Stop accepting requests; in-flight requests finish, then the tasks exit."""
+        if self._closing:
+            return
+        self._closing = True
+        for stream in (self._commit_send, self._embed_send, self._spec_send):
+            if stream is not None:
+                await stream.aclose()
+
+    def cancel(self) -> None:
+        """Abort all stage tasks now; pending requests fail with EngineClosedError."""
+        self._closing = True
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+
+    def _fail_pending(self, error: BaseException) -> None:
+        for request in list(self._pending):
+            if request.outcome is None:
+                request.outcome = error
+            request.speculated.set()
+            self._finish(request)
+
+    # -- submission --------------------------------------------------------------
+
+    async def submit(self, job: Job, sink: EventSink | None = None) -> Request:
+        """Enter the pipeline (waits for a free slot); the caller then awaits ``done``."""
+        if not self.running:
+            raise EngineClosedError("the engine is not running (use 'async with' and not closed)")
+        await self.slots.acquire()
+        if not self.running:
+            self.slots.release()
+            raise EngineClosedError("the engine was closed while the request waited for a slot")
+        job.request_id = job.request_id or f"r{next(self._ids)}"
+        request = Request(job, sink)
+        self._pending.add(request)
+        self._plan_single_flight(request)
+        assert self._commit_send is not None and self._spec_send is not None
+        # No await between these sends: the commit stream's order is the
+        # submission order.
+        self._commit_send.send_nowait(request)
+        if request.skip_speculation:
+            request.speculated.set()
+        elif self.embedder is not None and self.embedder.is_async:
+            assert self._embed_send is not None
+            self._embed_send.send_nowait(request)
+        else:
+            self._spec_send.send_nowait(request)
+        return request
+
+    async def barrier(self, apply: Callable[[], None]) -> None:
+        """Apply ``apply`` after every request submitted before it has committed."""
+        if not self.running:
+            raise EngineClosedError("the engine is not running (use 'async with' and not closed)")
+        assert self._commit_send is not None
+        barrier = _Barrier(apply)
+        self._commit_send.send_nowait(barrier)
+        await barrier.done.wait()
+        if barrier.error is not None:
+            raise barrier.error
+
+    def abandon(self, request: Request) -> None:
+        """The caller gave up (cancelled or timed out): skip its commit if not started."""
+        request.cancelled = True
+
+    def _plan_single_flight(self, request: Request) -> None:
+        # An identical cache miss already in flight will most likely store the
+        # context this request then hits, so computing it twice is skipped.
+        cache = self.state.cache
+        if cache is None:
+            return
+        try:
+            key = cache.make_key(request.job.query, request.job.options.metadata_filters)
+        except Exception:
+            return  # the commit raises the documented error for this query
+        leader = self._by_cache_key.get(key)
+        if leader is not None and not leader.done.is_set():
+            request.skip_speculation = True
+        else:
+            self._by_cache_key[key] = request
+            request.job.cache_key = key
+
+    def _finish(self, request: Request) -> None:
+        if request in self._pending:
+            self._pending.discard(request)
+            key = request.job.cache_key
+            if key is not None and self._by_cache_key.get(key) is request:
+                del self._by_cache_key[key]
+            self.slots.release()
+        request.done.set()
+        if request.sink is not None:
+            request.sink(request, FINISHED, 0.0)
+
+    # -- stage tasks -------------------------------------------------------------
+
+    async def _embed_stage(
+        self,
+        recv: MemoryObjectReceiveStream[Request],
+        spec_send: MemoryObjectSendStream[Request],
+    ) -> None:
+        async with recv, spec_send, anyio.create_task_group() as tg:
+            async for first in recv:
+                batch = [first]
+                if self.embedder is not None and self.embedder.batches:
+                    with anyio.move_on_after(self.settings.embed_batch_window):
+                        while len(batch) < self.settings.embed_batch_size:
+                            batch.append(await recv.receive())
+                # Each batch call runs as its own task so the next batch can
+                # gather while this one is awaited.
+                tg.start_soon(self._embed_batch, batch, spec_send)
+
+    async def _embed_batch(
+        self, batch: list[Request], spec_send: MemoryObjectSendStream[Request]
+    ) -> None:
+        live = [r for r in batch if not r.cancelled]
+        embedder = self.embedder
+        if live and embedder is not None:
+            started = time.perf_counter()
+            try:
+                vectors = await embedder.embed_many([r.job.query for r in live])
+            except Exception as exc:
+                for request in live:
+                    request.spec_error, request.spec_error_stage = exc, "retrieval"
+            else:
+                for request, vector in zip(live, vectors, strict=True):
+                    request.job.query_vector = vector
+            cost = (time.perf_counter() - started) * 1000
+            for request in live:
+                request.job.timings["query_embedding"] = cost
+        for request in batch:
+            if request.spec_error is not None or request.cancelled:
+                request.spec_query = request.job.query
+                request.spec_version = self.state.corpus_version
+                request.speculated.set()
+            else:
+                spec_send.send_nowait(request)
+
+    async def _speculate_stage(self, recv: MemoryObjectReceiveStream[Request]) -> None:
+        async with recv:
+            async for request in recv:
+                if not request.cancelled:
+                    await self._speculate(request)
+                request.speculated.set()
+
+    async def _speculate(self, request: Request) -> None:
+        job = request.job
+        job.effective_query = job.query
+        request.spec_query = job.query
+        request.spec_version = self.state.corpus_version
+        try:
+            await self._run_group(job, self.speculative)
+        except Exception as exc:
+            request.spec_error = exc
+            request.spec_error_stage = failed_stage(exc)
+
+    async def _run_group(self, job: Job, stages: Sequence[Stage]) -> None:
+        """Run consecutive stages inline or in one thread hop, as the policy says."""
+        if self.policy.should_offload(self.corpus_size):
+            cost = await anyio.to_thread.run_sync(
+                _apply_group, job, self.state, stages, limiter=self.limiter
+            )
+        else:
+            cost = _apply_group(job, self.state, stages)
+        self.policy.observe(cost)
+
+    async def _commit_stage(self, recv: MemoryObjectReceiveStream[Request | _Barrier]) -> None:
+        async with recv:
+            async for item in recv:
+                if isinstance(item, _Barrier):
+                    try:
+                        item.apply()
+                    except Exception as exc:
+                        item.error = exc
+                    item.done.set()
+                    continue
+                await item.speculated.wait()
+                try:
+                    if item.cancelled:
+                        continue
+                    item.committing = True
+                    try:
+                        item.outcome = await self._commit(item)
+                    except Exception as exc:
+                        item.outcome = exc
+                finally:
+                    self._finish(item)
+
+    async def _commit(self, request: Request) -> ContextResult:
+        job = request.job
+        state = self.state
+        reuse: bool | None = None  # decided when the first speculative stage is reached
+        for stage in self.stages:
+            if job.result is not None:
+                break
+            if stage.speculative:
+                if reuse is None:
+                    reuse = (
+                        not request.skip_speculation
+                        and job.effective_query == request.spec_query
+                        and request.spec_version == state.corpus_version
+                    )
+                    if not reuse:
+                        await self._redo_speculation(request)
+                        reuse = True
+                if request.spec_error is not None and request.spec_error_stage in (
+                    None,
+                    stage.name,
+                ):
+                    raise request.spec_error
+                self._emit(request, stage.name, job.timings.get(stage.name, 0.0))
+                continue
+            started = time.perf_counter()
+            try:
+                stage.apply(job, state)
+            except Exception as exc:
+                annotate_stage_error(exc, stage)
+                raise
+            duration = (time.perf_counter() - started) * 1000
+            job.timings[stage.name] = duration
+            self._emit(request, stage.name, duration)
+        if job.result is not None and job.result.metadata.get("from_cache"):
+            self._emit(request, "analysis", job.timings.get("cache_lookup", 0.0))
+        return build_result(job)
+
+    async def _redo_speculation(self, request: Request) -> None:
+        """Recompute the speculative stages for the effective query (history changed it)."""
+        job = request.job
+        request.spec_error = request.spec_error_stage = None
+        if job.effective_query != request.spec_query or job.query_vector is None:
+            job.query_vector = None
+            embedder = self.embedder
+            if embedder is not None and embedder.is_async:
+                try:
+                    job.query_vector = (await embedder.embed_many([job.effective_query]))[0]
+                except Exception as exc:
+                    request.spec_error, request.spec_error_stage = exc, "retrieval"
+                    return
+        request.spec_query = job.effective_query
+        try:
+            await self._run_group(job, self.speculative)
+        except Exception as exc:
+            request.spec_error = exc
+            request.spec_error_stage = failed_stage(exc)
+
+    # -- events --------------------------------------------------------------------
+
+    def _emit(self, request: Request, stage: str, duration_ms: float) -> None:
+        emit_stage_event(request.job, stage, duration_ms)
+        if request.sink is not None:
+            request.sink(request, stage, duration_ms)
+
+
+def _apply_group(job: Job, state: EngineState, stages: Sequence[Stage]) -> float:
+    """Apply ``stages`` to ``job`` in order; returns the elapsed milliseconds."""
+    group_start = time.perf_counter()
+    for stage in stages:
+        started = time.perf_counter()
+        try:
+            stage.apply(job, state)
+        except Exception as exc:
+            annotate_stage_error(exc, stage)
+            raise
+        job.timings[stage.name] = (time.perf_counter() - started) * 1000
+    return (time.perf_counter() - group_start) * 1000

@@ -1,0 +1,160 @@
+"""Engine state: the components of the pipeline and the state shared by requests.
+
+:class:`EngineState` is what both runners execute the stages against.  It is
+built once per engine with the documented defaults for every component that
+the caller did not inject, and it owns the index-time objects (retriever,
+source-quality map) and the shared per-request state (cache, histories,
+adaptive statistics).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..core.adaptive import AdaptiveLearningSystem
+from ..core.budget import EqualBudgetAllocation
+from ..core.cache import ContextCache
+from ..core.composer import SmartContextComposer
+from ..core.config import ContextEngineConfig, LengthCounter
+from ..core.counters import char_counter
+from ..core.filtering import ChunkFilter
+from ..core.guard import ContextGuard
+from ..core.models import ConversationHistory, SourceQuality
+from ..core.query_analyzer import build_query_analyzer
+from ..core.ranking import CompositeRanker
+from ..core.retrieval import (
+    HybridRetriever,
+    KeywordRetriever,
+    MetadataRetriever,
+    VectorRetriever,
+)
+
+__all__ = ["EmbedFn", "EngineState", "MissingSourceQualityMap"]
+
+EmbedFn = Callable[[str], Any]
+"""Maps one text to a vector (anything ``numpy.asarray`` accepts)."""
+
+
+class MissingSourceQualityMap(AttributeError):
+    """An injected retriever returned chunks before any successful ``index()`` call.
+
+    Subclasses :class:`AttributeError` with the documented message, so callers
+    of the documented package catch it unchanged.
+    """
+
+
+class EngineState:
+    """Components and shared state of one engine.
+
+    Parameters mirror the documented ``ContextEngine`` constructor; ``None``
+    selects the documented default component.
+    """
+
+    def __init__(
+        self,
+        config: ContextEngineConfig | None = None,
+        query_analyzer: Any = None,
+        retriever: Any = None,
+        chunk_filter: Any = None,
+        ranker: Any = None,
+        composer: Any = None,
+        guard: Any = None,
+        budget_allocator: Any = None,
+        length_counter: LengthCounter | None = None,
+        *,
+        owner_name: str = "ContextEngine",
+    ) -> None:
+        self.config = config or ContextEngineConfig()
+        self.counter: LengthCounter = length_counter or char_counter
+        self.analyzer: Any = query_analyzer or build_query_analyzer(self.config)
+        self.chunk_filter: Any = chunk_filter or ChunkFilter(self.config)
+        self.ranker: Any = ranker or CompositeRanker(self.config)
+        self.composer: Any = composer or SmartContextComposer(self.config, self.counter)
+        self.guard: Any = guard or ContextGuard(self.config)
+        # Stored for compatibility; the documented engine never consults it.
+        self.budget_allocator: Any = budget_allocator or EqualBudgetAllocation()
+        self.adaptive = AdaptiveLearningSystem(self.config)
+        self.retriever = retriever
+        cache_cfg = self.config.cache
+        self.cache: ContextCache | None = (
+            ContextCache(max_size=cache_cfg.max_size, ttl_seconds=cache_cfg.ttl_seconds)
+            if cache_cfg.enabled
+            else None
+        )
+        self.history: Any = (
+            ConversationHistory(session_id=f"session_{int(time.time())}")
+            if self.config.multi_turn
+            else None
+        )
+        self.sessions: dict[str, ConversationHistory] = {}
+        # None until the first successful index(): the documented engine only
+        # creates the map there, and an injected retriever used before that fails.
+        self.source_quality_map: Mapping[str, Any] | None = None
+        self.owner_name = owner_name
+        self.corpus_version = 0
+
+    # -- shared state lookups -------------------------------------------------
+
+    def history_for(self, session_id: str | None) -> Any:
+        """The conversation of ``session_id``; ``None`` selects the default history."""
+        if session_id is None:
+            return self.history
+        found = self.sessions.get(session_id)
+        if found is None and self.config.multi_turn:
+            found = self.sessions[session_id] = ConversationHistory(session_id=session_id)
+        return found
+
+    def set_history(self, history: Any, session_id: str | None = None) -> None:
+        """Install ``history`` as the default conversation or as ``session_id``'s."""
+        if session_id is None:
+            self.history = history
+        else:
+            self.sessions[session_id] = history
+
+    def require_source_quality_map(self) -> Mapping[str, Any]:
+        """The source-quality map, or the documented ``AttributeError`` before ``index()``."""
+        if self.source_quality_map is None:
+            raise MissingSourceQualityMap(
+                f"'{self.owner_name}' object has no attribute '_source_quality_map'"
+            )
+        return self.source_quality_map
+
+    # -- indexing ---------------------------------------------------------------
+
+    def index(
+        self,
+        chunks: Sequence[Any] | None,
+        embed_fn: EmbedFn | None = None,
+        vector_store_adapter: Any = None,
+        source_quality_map: Mapping[str, SourceQuality] | None = None,
+        *,
+        batch_embed_fn: Callable[[list[str]], Any] | None = None,
+    ) -> bool:
+        """Build retrievers over ``chunks`` (the documented ``index`` semantics).
+
+        Returns ``False`` (and changes nothing) for an empty or ``None`` corpus.
+        Only the first successful call installs a retriever; later calls still
+        tokenise and embed the chunks but keep the first retriever, replacing
+        only the source-quality map.
+        """
+        if not chunks:
+            return False
+        chunk_list = list(chunks)
+        # Replaced before anything can fail, as in the documented engine.
+        self.source_quality_map = source_quality_map or {}
+        vec_ret = VectorRetriever(self.config, vector_store_adapter=vector_store_adapter)
+        kw_ret = KeywordRetriever(self.config, chunks=chunk_list)
+        meta_ret = MetadataRetriever(self.config, chunks=chunk_list)
+        if (embed_fn or batch_embed_fn) and vector_store_adapter is None:
+            vec_ret.index_chunks(chunk_list, embed_fn, batch_embed_fn=batch_embed_fn)
+        if self.retriever is None:
+            self.retriever = HybridRetriever(
+                config=self.config,
+                vector_retriever=vec_ret,
+                keyword_retriever=kw_ret,
+                metadata_retriever=meta_ret,
+            )
+            self.corpus_version += 1
+        return True
