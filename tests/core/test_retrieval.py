@@ -598,10 +598,40 @@ def test_vector_batch_embed_fn_gives_the_same_result() -> None:
 
 def test_vector_batch_embed_fn_row_count_mismatch_raises() -> None:
     vr = VectorRetriever(ContextEngineConfig())
-    with pytest.raises(ValueError, match="batch_embed_fn returned 1 vectors for 2 texts"):
+    with pytest.raises(ValueError, match="batch_embed_fn: expected 2 vectors, got 1"):
         vr.index_chunks(
             [Chunk(text="a"), Chunk(text="b")], None, batch_embed_fn=lambda t: np.ones((1, 3))
         )
+
+
+def test_vector_index_vectors_and_query_vector_match_index_chunks() -> None:
+    rng = random.Random(8)
+    chunks = random_corpus(rng, 60)
+    matrix = [deterministic_embed(ref_text(c)) for c in chunks]
+    reference = VectorRetriever(ContextEngineConfig())
+    reference.index_chunks(chunks, deterministic_embed)
+    with_fn = VectorRetriever(ContextEngineConfig())
+    with_fn.index_vectors(chunks, matrix, deterministic_embed)
+    vectors_only = VectorRetriever(ContextEngineConfig())
+    vectors_only.index_vectors(chunks, np.stack(matrix))
+    for query in ("machine learning", "التعلم الآلي", "data model"):
+        expected = [(sc.chunk, sc.vector_score) for sc in reference.retrieve(query, 7)]
+        assert [(sc.chunk, sc.vector_score) for sc in with_fn.retrieve(query, 7)] == expected
+        qv = deterministic_embed(query)
+        got = vectors_only.retrieve(query, 7, query_vector=qv)
+        assert [(sc.chunk, sc.vector_score) for sc in got] == expected
+    with pytest.raises(ValueError, match="no query embedding: pass query_vector"):
+        vectors_only.retrieve("data", 3)
+
+
+def test_vector_index_vectors_bad_shapes() -> None:
+    vr = VectorRetriever(ContextEngineConfig())
+    with pytest.raises(ValueError, match="vectors: expected 2 vectors, got 3"):
+        vr.index_vectors([Chunk(text="a"), Chunk(text="b")], np.ones((3, 4)))
+    with pytest.raises(ValueError, match="vectors: expected 1 vectors, got 0"):
+        vr.index_vectors([Chunk(text="a")], 1.0)
+    vr.index_vectors([], None)  # type: ignore[arg-type]
+    assert vr.retrieve("q", 3, query_vector=np.ones(4)) == []
 
 
 def test_vector_embedding_errors_propagate_and_keep_old_index() -> None:
@@ -908,6 +938,20 @@ def test_hybrid_top_k_defaults_and_cut() -> None:
     cfg.retriever.top_k = 5
     assert len(hr.retrieve("q")) == 5
     assert [call[1] for call in vec.calls] == [20, 20, 3, -28, 5]
+
+
+def test_hybrid_passes_query_vector_only_when_given() -> None:
+    chunks = [Chunk(text="alpha beta"), Chunk(text="gamma")]
+    cfg = ContextEngineConfig()
+    stub = StubRetriever("vector_score", [(chunks[0], 0.5)])
+    assert [sc.chunk for sc in HybridRetriever(cfg, vector_retriever=stub).retrieve("q")] == [
+        chunks[0]
+    ]
+    vr = VectorRetriever(cfg)
+    vr.index_vectors(chunks, [[1.0, 0.0], [0.0, 1.0]])
+    hr = HybridRetriever(cfg, vector_retriever=vr)
+    out = hr.retrieve(query="q", top_k=5, filters=None, query_vector=np.array([0.0, 2.0]))
+    assert [(sc.chunk, sc.vector_score) for sc in out] == [(chunks[1], 1.0), (chunks[0], 0.0)]
 
 
 def test_hybrid_without_retrievers_returns_empty() -> None:

@@ -10,7 +10,7 @@ which chunks survive the ``top_k`` cut and their ``retrieval_rank``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ..config import ContextEngineConfig, RetrieverConfig
 from ..models import RetrievalMethod, ScoredChunk
@@ -21,6 +21,7 @@ __all__ = [
     "HybridRetriever",
     "MetadataSearcher",
     "QuerySearcher",
+    "VectorSearcher",
 ]
 
 RRF_K = 60
@@ -31,6 +32,14 @@ class QuerySearcher(Protocol):
     """A vector or keyword retriever: ``retrieve(query, top_k)``."""
 
     def retrieve(self, query: str, top_k: int, /) -> list[ScoredChunk]: ...
+
+
+class VectorSearcher(Protocol):
+    """A vector retriever that also accepts a precomputed ``query_vector``."""
+
+    def retrieve(
+        self, query: str, top_k: int, /, *, query_vector: Any = None
+    ) -> list[ScoredChunk]: ...
 
 
 class MetadataSearcher(Protocol):
@@ -76,13 +85,16 @@ class HybridRetriever(HybridRetrieverStrategy):
         query: str,
         top_k: int | None = None,
         filters: Mapping[str, Any] | None = None,
+        *,
+        query_vector: Any = None,
     ) -> list[ScoredChunk]:
         """Fused candidates for ``query``: at most ``top_k or config top_k``, best first.
 
         ``filters`` are laid over ``metadata_filters`` of the configuration and
         only used when metadata retrieval is enabled.  ``retrieval_rank`` and
         ``composite_score`` of the returned objects are set to their fused
-        position and score.
+        position and score.  A precomputed ``query_vector`` is handed to the
+        vector retriever (only when given, so a two-argument retriever works).
         """
         cfg = self.cfg
         k = top_k or cfg.top_k
@@ -90,7 +102,12 @@ class HybridRetriever(HybridRetrieverStrategy):
 
         lists: list[tuple[RetrievalMethod, list[ScoredChunk]]] = []
         if cfg.use_vector and self.vector_retriever is not None:
-            lists.append((RetrievalMethod.VECTOR, self.vector_retriever.retrieve(query, k)))
+            if query_vector is None:
+                found = self.vector_retriever.retrieve(query, k)
+            else:
+                searcher = cast(VectorSearcher, self.vector_retriever)
+                found = searcher.retrieve(query, k, query_vector=query_vector)
+            lists.append((RetrievalMethod.VECTOR, found))
         if cfg.use_keyword and self.keyword_retriever is not None:
             lists.append((RetrievalMethod.KEYWORD, self.keyword_retriever.retrieve(query, k)))
         if cfg.use_metadata and self.metadata_retriever is not None and eff_filters:

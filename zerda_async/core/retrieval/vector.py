@@ -99,13 +99,39 @@ class VectorRetriever:
         if not items:
             matrix = np.zeros((0, 0), dtype=np.float64)
         elif batch_embed_fn is not None:
-            matrix = _batch_matrix(batch_embed_fn, texts)
+            matrix = _as_matrix(batch_embed_fn(texts), len(texts), "batch_embed_fn")
         else:
             if embed_fn is None:
                 raise TypeError("'NoneType' object is not callable")
             matrix = np.stack(
                 [np.asarray(embed_fn(text), dtype=np.float64).flatten() for text in texts]
             )
+        self._install(items, matrix, embed_fn, batch_embed_fn)
+
+    def index_vectors(
+        self, chunks: Iterable[Any], vectors: ArrayLike, embed_fn: EmbedFn | None = None
+    ) -> None:
+        """Replace the in-memory index with precomputed embeddings, one row per chunk.
+
+        This is how an asynchronous caller indexes after embedding the corpus
+        itself.  ``embed_fn`` (optional) embeds queries for which
+        :meth:`retrieve` receives no ``query_vector``.  A row count different
+        from the number of chunks raises :class:`ValueError`.
+        """
+        items = list(chunks)
+        if not items:
+            matrix = np.zeros((0, 0), dtype=np.float64)
+        else:
+            matrix = _as_matrix(vectors, len(items), "vectors")
+        self._install(items, matrix, embed_fn, None)
+
+    def _install(
+        self,
+        items: list[Any],
+        matrix: NDArray[np.float64],
+        embed_fn: EmbedFn | None,
+        batch_embed_fn: BatchEmbedFn | None,
+    ) -> None:
         self._index = _Index(
             chunks=tuple(items),
             unit_rows=_unit_rows(matrix),
@@ -113,14 +139,20 @@ class VectorRetriever:
             batch_embed_fn=batch_embed_fn,
         )
 
-    def retrieve(self, query: str, top_k: int) -> list[ScoredChunk]:
-        """The ``top_k`` most similar chunks with ``vector_score`` set, best first."""
+    def retrieve(
+        self, query: str, top_k: int, *, query_vector: ArrayLike | None = None
+    ) -> list[ScoredChunk]:
+        """The ``top_k`` most similar chunks with ``vector_score`` set, best first.
+
+        ``query_vector`` (in-memory index only) replaces embedding ``query``;
+        the database and adapter back-ends always receive the query text.
+        """
         if self._vector_db is not None:
             pairs: Sequence[tuple[Any, Any]] = self._vector_db.search(query, top_k=top_k)
         elif self._adapter is not None:
             pairs = self._adapter.similarity_search_with_score(query, k=top_k)
         else:
-            return self._retrieve_in_memory(query, top_k)
+            return self._retrieve_in_memory(query, top_k, query_vector)
         min_score = self.cfg.min_vector_score
         kept = [(chunk, score) for chunk, score in pairs if not score < min_score]
         return [
@@ -133,11 +165,16 @@ class VectorRetriever:
             for rank, (chunk, score) in enumerate(kept)
         ]
 
-    def _retrieve_in_memory(self, query: str, top_k: int) -> list[ScoredChunk]:
+    def _retrieve_in_memory(
+        self, query: str, top_k: int, query_vector: ArrayLike | None
+    ) -> list[ScoredChunk]:
         index = self._index
         if index is None or index.unit_rows.shape[0] == 0:
             return []
-        query_vec = _embed_query(index, query)
+        if query_vector is not None:
+            query_vec = np.asarray(query_vector, dtype=np.float64).flatten()
+        else:
+            query_vec = _embed_query(index, query)
         q_norm = float(np.linalg.norm(query_vec))
         if q_norm == 0:
             sims = np.zeros(index.unit_rows.shape[0], dtype=np.float64)
@@ -159,18 +196,18 @@ class VectorRetriever:
         ]
 
 
-def _batch_matrix(batch_embed_fn: BatchEmbedFn, texts: list[Any]) -> NDArray[np.float64]:
-    matrix = np.asarray(batch_embed_fn(texts), dtype=np.float64)
-    if matrix.ndim == 0 or matrix.shape[0] != len(texts):
-        rows = 0 if matrix.ndim == 0 else matrix.shape[0]
-        raise ValueError(f"batch_embed_fn returned {rows} vectors for {len(texts)} texts")
-    return matrix.reshape(len(texts), -1)
+def _as_matrix(raw: ArrayLike, rows: int, what: str) -> NDArray[np.float64]:
+    matrix = np.asarray(raw, dtype=np.float64)
+    got = 0 if matrix.ndim == 0 else int(matrix.shape[0])
+    if got != rows:
+        raise ValueError(f"{what}: expected {rows} vectors, got {got}")
+    return matrix.reshape(rows, -1)
 
 
 def _embed_query(index: _Index, query: str) -> NDArray[np.float64]:
     if index.embed_fn is not None:
         return np.asarray(index.embed_fn(query), dtype=np.float64).flatten()
     if index.batch_embed_fn is None:
-        raise TypeError("'NoneType' object is not callable")
-    row: NDArray[np.float64] = _batch_matrix(index.batch_embed_fn, [query])[0]
+        raise ValueError("no query embedding: pass query_vector or index with an embed_fn")
+    row: NDArray[np.float64] = _as_matrix(index.batch_embed_fn([query]), 1, "batch_embed_fn")[0]
     return row
