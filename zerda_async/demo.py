@@ -75,9 +75,7 @@ async def _demo() -> None:
             print(f"  {query!r}: {result.total_included} chunks, {result.context_length} chars")
 
         started = time.perf_counter()
-        combined = await engine.run_multi(
-            ["What is RAG?", "ما هي عاصمة مصر؟"], global_budget=1200
-        )
+        combined = await engine.run_multi(["What is RAG?", "ما هي عاصمة مصر؟"], global_budget=1200)
         _show("run_multi (global budget 1200)", combined, (time.perf_counter() - started) * 1000)
         print("\nperformance report:", engine.get_performance_report())
 

@@ -255,7 +255,12 @@ class AsyncContextEngine:
         """
         self._check_open()
         job = _make_job(
-            query, metadata_filters, max_chunks, override_budget, use_history, record_turn,
+            query,
+            metadata_filters,
+            max_chunks,
+            override_budget,
+            use_history,
+            record_turn,
             session_id,
         )
         with anyio.fail_after(timeout):
@@ -282,7 +287,12 @@ class AsyncContextEngine:
         """Yield one typed event per stage, then ``done`` (or ``error``); see :mod:`.events`."""
         self._check_open()
         job = _make_job(
-            query, metadata_filters, max_chunks, override_budget, use_history, record_turn,
+            query,
+            metadata_filters,
+            max_chunks,
+            override_budget,
+            use_history,
+            record_turn,
             session_id,
         )
         # At most nine events per request: this buffer never fills, so a slow
@@ -422,6 +432,7 @@ class AsyncContextEngine:
 
 # -- helpers -------------------------------------------------------------------------
 
+
 def _make_job(
     query: Any,
     metadata_filters: dict[str, Any] | None,
@@ -548,4 +559,3 @@ def _chunk_text(chunk: Any) -> Any:
     if text:
         return text
     return getattr(chunk, "page_content", "")
-

@@ -30,7 +30,7 @@ _WORD = re.compile(r"[\w\u0600-\u06FF]+")
 def _normalise(text: str) -> str:
     text = _DIACRITICS.sub("", text.lower())
     text = _ALEF.sub("\u0627", text)
-    return text.replace("\u0649", "\u064A").replace("\u0629", "\u0647")
+    return text.replace("\u0649", "\u064a").replace("\u0629", "\u0647")
 
 
 class HashingEmbedder:

@@ -531,7 +531,9 @@ def strip_messages(value: Any) -> Any:
     """Drop exception messages (for cases whose message is CPython wording)."""
     if isinstance(value, dict):
         return {
-            k: strip_messages(v) for k, v in value.items() if not (k == "message" and "type" in value)
+            k: strip_messages(v)
+            for k, v in value.items()
+            if not (k == "message" and "type" in value)
         }
     if isinstance(value, list):
         return [strip_messages(v) for v in value]
