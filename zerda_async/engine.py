@@ -189,9 +189,8 @@ class AsyncContextEngine:
                 state.retriever = retrievers
                 state.corpus_version += 1
                 self._runner.corpus_size = len(chunk_list)
-                self._runner.embedder = embedder if embedder and embedder.is_async else None
-                if embedder is not None and embedder.batches and not embedder.is_async:
-                    self._runner.embedder = embedder
+                ahead = embedder is not None and (embedder.is_async or embedder.batches)
+                self._runner.embedder = embedder if ahead else None
 
         await self._runner.barrier(install)
         return self
@@ -332,12 +331,14 @@ class AsyncContextEngine:
         queries: Sequence[str],
         *,
         concurrency: int | None = None,
+        return_exceptions: bool = False,
         **run_kwargs: Any,
-    ) -> list[ContextResult]:
+    ) -> list[Any]:
         """Run ``queries`` concurrently (at most ``concurrency`` at once); results in order.
 
-        The results equal running the queries one by one in list order.  The
-        first failure cancels the rest and is raised.
+        The results equal running the queries one by one in list order.  When
+        requests fail, the first failure (in list order) is raised after all
+        have finished, unless ``return_exceptions`` puts them in the list.
         """
         self._check_open()
         timeout = run_kwargs.pop("timeout", None)
@@ -358,6 +359,11 @@ class AsyncContextEngine:
                     if not request.done.is_set():
                         self._runner.abandon(request)
                 raise
+        if return_exceptions:
+            return [
+                request.outcome if isinstance(request.outcome, BaseException) else request.result()
+                for request in requests
+            ]
         return [request.result() for request in requests]
 
     async def run_multi(
@@ -478,8 +484,6 @@ async def _await_and_release(request: Request, limit: anyio.Semaphore) -> None:
         await request.done.wait()
     finally:
         limit.release()
-    if isinstance(request.outcome, BaseException):
-        raise request.outcome
 
 
 def _remaining(deadline: float) -> float | None:

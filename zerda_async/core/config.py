@@ -80,9 +80,7 @@ class FilterConfig(msgspec.Struct):
     semantic_sim_threshold: float = 0.92
     min_chunk_length: int = 20
     max_chunk_length: int = 4000
-    noise_patterns: list[str] = msgspec.field(
-        default_factory=lambda: list(DEFAULT_NOISE_PATTERNS)
-    )
+    noise_patterns: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_NOISE_PATTERNS))
 
 
 class RankingConfig(msgspec.Struct):

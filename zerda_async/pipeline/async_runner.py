@@ -46,11 +46,13 @@ from ..embedding import Embedder
 from ..errors import EngineClosedError
 from .job import Job
 from .observe import emit_stage_event
-from .stages import STAGES, Stage, build_result
+from .stages import STAGES, Retrieval, Stage, build_result
 from .state import EngineState
 from .sync_runner import annotate_stage_error, failed_stage
 
 __all__ = ["FINISHED", "AsyncRunner", "EventSink", "OffloadPolicy", "Request", "RunnerSettings"]
+
+_RETRIEVAL = Retrieval()
 
 EventSink = Callable[["Request", str, float], None]
 """Called with (request, stage name, duration ms) as a request's stages complete."""
@@ -166,6 +168,8 @@ class AsyncRunner:
         self.limiter = anyio.CapacityLimiter(settings.thread_limit)
         self.slots = anyio.Semaphore(settings.max_in_flight)
         self.policy = OffloadPolicy(settings.offload_threshold_ms, settings.offload_min_corpus)
+        # Set when queries must be embedded ahead of retrieval (a coroutine or
+        # batch embedder); a plain per-text embedder is called by the retriever.
         self.embedder: Embedder | None = None
         self.corpus_size = 0
         self._ids = itertools.count(1)
@@ -258,7 +262,7 @@ class AsyncRunner:
         self._commit_send.send_nowait(request)
         if request.skip_speculation:
             request.speculated.set()
-        elif self.embedder is not None and self.embedder.is_async:
+        elif self.embedder is not None:
             assert self._embed_send is not None
             self._embed_send.send_nowait(request)
         else:
@@ -336,8 +340,10 @@ class AsyncRunner:
             try:
                 vectors = await embedder.embed_many([r.job.query for r in live])
             except Exception as exc:
+                # The query embedding belongs to the retrieval stage.
+                annotate_stage_error(exc, _RETRIEVAL)
                 for request in live:
-                    request.spec_error, request.spec_error_stage = exc, "retrieval"
+                    request.spec_error, request.spec_error_stage = exc, _RETRIEVAL.name
             else:
                 for request, vector in zip(live, vectors, strict=True):
                     request.job.query_vector = vector
@@ -423,6 +429,7 @@ class AsyncRunner:
                     None,
                     stage.name,
                 ):
+                    annotate_stage_error(request.spec_error, stage)
                     raise request.spec_error
                 self._emit(request, stage.name, job.timings.get(stage.name, 0.0))
                 continue
@@ -446,11 +453,12 @@ class AsyncRunner:
         if job.effective_query != request.spec_query or job.query_vector is None:
             job.query_vector = None
             embedder = self.embedder
-            if embedder is not None and embedder.is_async:
+            if embedder is not None:
                 try:
                     job.query_vector = (await embedder.embed_many([job.effective_query]))[0]
                 except Exception as exc:
-                    request.spec_error, request.spec_error_stage = exc, "retrieval"
+                    annotate_stage_error(exc, _RETRIEVAL)
+                    request.spec_error, request.spec_error_stage = exc, _RETRIEVAL.name
                     return
         request.spec_query = job.effective_query
         try:
