@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench,server]'
 	touch $(STAMP)
 
 test: setup
@@ -24,10 +24,11 @@ lint: setup
 	$(BIN)/mypy
 
 demo: setup
-	$(BIN)/python -m zerda_async.demo
+	$(BIN)/zerda demo
 
 bench: setup
 	$(BIN)/python bench/bench_sync_latency.py
+	$(BIN)/python bench/bench_async.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,15 +1,20 @@
-"""``python -m zerda_async.demo``: index the bundled bilingual corpus and build contexts.
+"""``zerda demo`` (and ``python -m zerda_async.demo``): the bundled corpus, end to end.
 
 Runs on the embedded defaults only (in-process numpy index, the offline
-hashing embedder, memory cache): an Arabic query, an English query, a
-concurrent batch and a multi-query run, printing contexts and timings.
+lexical hashing embedder, memory cache): indexes the bundled bilingual corpus
+into a temporary directory, loads it back, and runs an Arabic query, an
+English query, a concurrent batch and a multi-query, printing the contexts
+and the time each stage took.
 """
 
 from __future__ import annotations
 
+import sys
+import tempfile
 import time
 from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 import anyio
 import msgspec
@@ -17,8 +22,20 @@ import msgspec
 from .core.config import ContextEngineConfig
 from .engine import AsyncContextEngine
 from .hashing_embedder import HashingEmbedder
+from .runs import STAGE_EVENTS, TimedResult, run_timed
+from .saved_index import IndexManifest, build_index, open_index, save_index
 
-__all__ = ["DemoChunk", "load_demo_corpus", "main"]
+__all__ = ["DemoChunk", "load_demo_corpus", "main", "run_demo"]
+
+ARABIC_QUERY = "ما هو التعلم الآلي؟"
+ENGLISH_QUERY = "How does hybrid retrieval fuse results?"
+BATCH = (
+    "Where does the Nile flow?",
+    "كيف تحضر القهوة العربية؟",
+    "What is BM25?",
+    "ما هي مراحل نضج التمر؟",
+)
+MULTI = ("What is retrieval-augmented generation?", "ما هي عاصمة مصر؟")
 
 
 class DemoChunk(msgspec.Struct):
@@ -30,59 +47,75 @@ class DemoChunk(msgspec.Struct):
 
 
 def load_demo_corpus() -> list[DemoChunk]:
-    """The bundled corpus (English and Arabic documents with sources and topics)."""
+    """The bundled corpus: short English and Arabic documents with source, lang and topic."""
     raw = resources.files("zerda_async.data").joinpath("demo_corpus.jsonl").read_bytes()
     return [msgspec.json.decode(line, type=DemoChunk) for line in raw.splitlines() if line]
 
 
-def _show(title: str, context: str, elapsed_ms: float) -> None:
-    print(f"\n=== {title}  ({elapsed_ms:.1f} ms)")
-    print(context)
+def _timings(timed: TimedResult) -> str:
+    parts = [f"{n} {timed.timings_ms[n]:.2f}" for n in STAGE_EVENTS if n in timed.timings_ms]
+    return " | ".join(parts) + f" | total {timed.total_ms:.2f} ms"
 
 
-async def _demo() -> None:
+def _show(out: TextIO, title: str, context: str, timing: str) -> None:
+    out.write(f"\n=== {title}\n{context}\n-- {timing}\n")
+
+
+async def run_demo(directory: Path, out: TextIO = sys.stdout) -> None:
+    """Index the corpus into ``directory``, load it back and run the example queries."""
     corpus = load_demo_corpus()
-    config = ContextEngineConfig()
-    config.composer.template = "english"
-    embed = HashingEmbedder()
-    async with AsyncContextEngine(config) as engine:
-        started = time.perf_counter()
-        await engine.index(corpus, embed_fn=embed)
-        print(f"indexed {len(corpus)} chunks in {(time.perf_counter() - started) * 1000:.1f} ms")
+    embedder = HashingEmbedder()
+    started = time.perf_counter()
+    async with AsyncContextEngine() as engine:
+        await build_index(engine, corpus, embedder)
+        manifest = IndexManifest(
+            embedder_params=embedder.params(), chunks=len(corpus), files=["demo_corpus.jsonl"]
+        )
+        await save_index(engine, directory, manifest)
+    elapsed = (time.perf_counter() - started) * 1000
+    langs = sorted({str(c.metadata.get("lang")) for c in corpus})
+    topics = sorted({str(c.metadata.get("topic")) for c in corpus})
+    out.write(
+        f"indexed {len(corpus)} documents ({', '.join(langs)}; topics: {', '.join(topics)}) "
+        f"into {directory} in {elapsed:.1f} ms\n"
+    )
 
-        for query in ("ما هو التعلم الآلي؟", "How does hybrid retrieval fuse results?"):
-            started = time.perf_counter()
-            result = await engine.run(query)
-            _show(query, result.context, (time.perf_counter() - started) * 1000)
-            stats = result.get_stats()
-            print(
-                f"-- intent={stats['query_intent']} budget={stats['context_budget']} "
-                f"retrieved={stats['total_retrieved']} used={stats['total_included']} "
-                f"guard_passed={stats['guard_passed']}"
+    for template, query in (("arabic", ARABIC_QUERY), ("english", ENGLISH_QUERY)):
+        config = ContextEngineConfig()
+        config.composer.template = template
+        started = time.perf_counter()
+        async with open_index(directory, config) as engine:
+            load_ms = (time.perf_counter() - started) * 1000
+            timed = await run_timed(engine, query)
+            stats = timed.result.get_stats()
+            _show(out, f"{query}  [template {template}]", timed.result.context, _timings(timed))
+            out.write(
+                f"-- loaded in {load_ms:.1f} ms; intent={stats['query_intent']} "
+                f"budget={stats['context_budget']} retrieved={stats['total_retrieved']} "
+                f"used={stats['total_included']} guard_passed={stats['guard_passed']}\n"
             )
+            if template != "english":
+                continue
 
-        batch = [
-            "Where does the Nile flow?",
-            "كيف تحضر القهوة العربية؟",
-            "What is BM25?",
-            "What is overfitting?",
-        ]
-        started = time.perf_counter()
-        results = await engine.run_many(batch, concurrency=4)
-        elapsed = (time.perf_counter() - started) * 1000
-        print(f"\n=== run_many: {len(results)} queries concurrently in {elapsed:.1f} ms")
-        for query, result in zip(batch, results, strict=True):
-            print(f"  {query!r}: {result.total_included} chunks, {result.context_length} chars")
+            started = time.perf_counter()
+            results = await engine.run_many(list(BATCH), concurrency=len(BATCH))
+            elapsed = (time.perf_counter() - started) * 1000
+            out.write(f"\n=== run_many: {len(results)} queries concurrently in {elapsed:.1f} ms\n")
+            for q, result in zip(BATCH, results, strict=True):
+                sources = ", ".join(str(sc.doc_id) for sc in result.chunks_used[:3])
+                out.write(f"  {q}: {result.total_included} chunks ({sources})\n")
 
-        started = time.perf_counter()
-        combined = await engine.run_multi(["What is RAG?", "ما هي عاصمة مصر؟"], global_budget=1200)
-        _show("run_multi (global budget 1200)", combined, (time.perf_counter() - started) * 1000)
-        print("\nperformance report:", engine.get_performance_report())
+            started = time.perf_counter()
+            combined = await engine.run_multi(list(MULTI), global_budget=1200)
+            elapsed = (time.perf_counter() - started) * 1000
+            _show(out, "run_multi (global budget 1200)", combined, f"total {elapsed:.2f} ms")
+            out.write(f"\nperformance report: {engine.get_performance_report()}\n")
 
 
 def main() -> None:
-    """Entry point of ``make demo``."""
-    anyio.run(_demo)
+    """Run the demo in a temporary directory (removed afterwards)."""
+    with tempfile.TemporaryDirectory(prefix="zerda-demo-") as tmp:
+        anyio.run(run_demo, Path(tmp) / "index")
 
 
 if __name__ == "__main__":

@@ -124,13 +124,20 @@ class Embedder:
         rows: list[NDArray[np.float64] | None] = [None] * total
         pending = iter(range(total))
         done = 0
+        failures: dict[int, Exception] = {}
 
         async def worker() -> None:
             # A fixed pool of workers rather than one task per text keeps a
             # million-chunk corpus from creating a million tasks.
             nonlocal done
             for i in pending:
-                rows[i] = await self.embed_one(items[i])
+                if failures:
+                    return  # stop handing out texts once one failed
+                try:
+                    rows[i] = await self.embed_one(items[i])
+                except Exception as exc:
+                    failures[i] = exc
+                    return
                 done += 1
                 if progress is not None:
                     progress(done, total)
@@ -138,6 +145,12 @@ class Embedder:
         async with anyio.create_task_group() as tg:
             for _ in range(min(self._concurrency, total)):
                 tg.start_soon(worker)
+        if failures:
+            # Raised as itself, not as an exception group of the workers: the
+            # failure of the lowest text index, which is the one a sequential
+            # (sync) embedding loop would have raised (every lower index was
+            # started, and the ones in flight were allowed to finish).
+            raise failures[min(failures)]
         return _stack([row for row in rows if row is not None])
 
 

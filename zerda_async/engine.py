@@ -15,6 +15,7 @@ requests one after another, in submission order, would return.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Self
 
@@ -23,9 +24,8 @@ import anyio.abc
 import anyio.to_thread
 
 from .core.config import ContextEngineConfig, LengthCounter
+from .core.index import VECTOR_DTYPES, VectorDType
 from .core.models import ContextResult, ConversationHistory, SourceQuality
-from .core.retrieval import HybridRetriever, KeywordRetriever, MetadataRetriever, VectorRetriever
-from .embedding import Embedder
 from .errors import EngineClosedError
 from .events import (
     AnalysisEvent,
@@ -39,6 +39,8 @@ from .events import (
     SourceRef,
     StageEvent,
 )
+from .index_lifecycle import IndexLifecycle
+from .persistence import load_index
 from .pipeline.async_runner import FINISHED, AsyncRunner, Request, RunnerSettings
 from .pipeline.job import Job, RunOptions
 from .pipeline.operations import join_multi_query, plan_multi_query
@@ -60,6 +62,11 @@ class AsyncContextEngine:
     keywords tune the runner: ``workers`` speculation tasks, ``thread_limit``
     worker threads for CPU-bound stages, and the query-embedding micro-batch
     ``embed_batch_window`` (seconds) and ``embed_batch_size``.
+
+    ``vector_dtype`` stores the in-memory embedding matrix as ``"float64"``
+    (default: the documented scores exactly) or ``"float32"`` (half the memory
+    and scan time; cosines then differ by about 1e-8, which can reorder
+    near-ties).
     """
 
     def __init__(
@@ -79,7 +86,10 @@ class AsyncContextEngine:
         thread_limit: int = 2,
         embed_batch_window: float = 0.002,
         embed_batch_size: int = 64,
+        vector_dtype: VectorDType = "float64",
     ) -> None:
+        if vector_dtype not in VECTOR_DTYPES:
+            raise ValueError(f"vector_dtype must be one of {VECTOR_DTYPES}, got {vector_dtype!r}")
         self._state = EngineState(
             config,
             query_analyzer,
@@ -103,6 +113,7 @@ class AsyncContextEngine:
                 embed_batch_size=embed_batch_size,
             ),
         )
+        self._indexes = IndexLifecycle(self._state, self._runner, vector_dtype)
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
 
@@ -161,78 +172,107 @@ class AsyncContextEngine:
         ``embed_fn`` and ``batch_embed_fn`` may be plain or coroutine functions;
         coroutine embedders are awaited on the event loop.  When a batch form is
         given, concurrent queries' embeddings are micro-batched into one call.
-        ``progress(done, total)`` is called while the corpus is embedded.
-        The new index takes effect after every request submitted earlier.
+        ``progress(done, total)`` is called while the corpus is embedded, then
+        again (from 0) while it is tokenised.  The new index takes effect after
+        every request submitted earlier.
         """
         self._check_open()
         if not chunks:
             return self
-        chunk_list = list(chunks)
-        state = self._state
-        embedder = None
-        if (embed_fn or batch_embed_fn) and vector_store_adapter is None:
-            embedder = Embedder(embed_fn, batch_embed_fn, limiter=self._runner.limiter)
-        try:
-            retrievers = await self._build_retrievers(
-                chunk_list, embedder, vector_store_adapter, progress
-            )
-        except BaseException:
-            # The documented engine replaces the map before embedding can fail.
-            await self._runner.barrier(
-                lambda: setattr(state, "source_quality_map", source_quality_map or {})
-            )
-            raise
-
-        def install() -> None:
-            state.source_quality_map = source_quality_map or {}
-            if state.retriever is None:
-                state.retriever = retrievers
-                state.corpus_version += 1
-                self._runner.corpus_size = len(chunk_list)
-                ahead = embedder is not None and (embedder.is_async or embedder.batches)
-                self._runner.embedder = embedder if ahead else None
-
-        await self._runner.barrier(install)
+        await self._indexes.index(
+            list(chunks),
+            embed_fn,
+            vector_store_adapter,
+            source_quality_map,
+            batch_embed_fn,
+            progress,
+        )
         return self
 
-    async def _build_retrievers(
-        self,
-        chunks: list[Any],
-        embedder: Embedder | None,
-        adapter: Any,
-        progress: Callable[[int, int], None] | None,
-    ) -> HybridRetriever:
-        config = self._state.config
-        limiter = self._runner.limiter
-        vec_ret = VectorRetriever(config, vector_store_adapter=adapter)
-        if embedder is not None and (embedder.is_async or embedder.batches):
-            texts = [_chunk_text(c) for c in chunks]
-            matrix = await embedder.embed_corpus(texts, progress)
-            query_fn = None if embedder.is_async else embedder.embed_fn
-            await anyio.to_thread.run_sync(
-                lambda: vec_ret.index_vectors(chunks, matrix, query_fn), limiter=limiter
-            )
-        elif embedder is not None:
-            sync_embed = embedder.embed_fn
-            await anyio.to_thread.run_sync(
-                lambda: vec_ret.index_chunks(chunks, sync_embed), limiter=limiter
-            )
+    async def add(self, chunks: Sequence[Any]) -> int:
+        """Append ``chunks`` to the index (embedded with the engine's embedder); returns the count.
 
-        def build_lexical() -> tuple[KeywordRetriever, MetadataRetriever]:
-            return (
-                KeywordRetriever(config, chunks=chunks),
-                MetadataRetriever(config, chunks=chunks),
-            )
+        No rebuild: the new chunks are tokenised (and embedded) on their own.
+        Results afterwards equal those of a fresh index over the final corpus
+        in corpus order (existing chunks, then the added ones).  The change
+        takes effect after every request submitted earlier, and cached
+        contexts of the old corpus are no longer served.
+        """
+        self._check_open()
+        return await self._indexes.add(chunks)
 
-        kw_ret, meta_ret = await anyio.to_thread.run_sync(build_lexical, limiter=limiter)
-        return HybridRetriever(
-            config=config,
-            vector_retriever=vec_ret,
-            keyword_retriever=kw_ret,
-            metadata_retriever=meta_ret,
+    async def update(self, chunks: Sequence[Any]) -> int:
+        """Replace the chunks sharing a doc id with ``chunks``; returns how many were replaced.
+
+        Equivalent to ``remove`` of the new chunks' doc ids followed by
+        ``add`` (so updated chunks move to the end of the corpus order);
+        chunks with new doc ids are simply added.
+        """
+        self._check_open()
+        return await self._indexes.update(chunks)
+
+    async def remove(self, doc_ids: Sequence[Any]) -> int:
+        """Remove every chunk whose doc id is in ``doc_ids``; returns how many were removed."""
+        self._check_open()
+        return await self._indexes.remove(doc_ids)
+
+    async def save(self, path: str | os.PathLike[str]) -> None:
+        """Save the index as a directory (see :mod:`zerda_async.persistence`).
+
+        The save is atomic: until it completes, ``path`` keeps the previous
+        index, whatever happens (a crash, a full disk).  The snapshot saved is
+        the index when ``save`` was called; requests keep running meanwhile.
+        """
+        self._check_open()
+        await self._indexes.save(path)
+
+    @classmethod
+    async def load(
+        cls,
+        path: str | os.PathLike[str],
+        embed_fn: EmbedFn | None = None,
+        config: ContextEngineConfig | None = None,
+        *,
+        batch_embed_fn: BatchEmbedFn | None = None,
+        **engine_kwargs: Any,
+    ) -> AsyncContextEngine:
+        """An engine over the index saved in ``path``, ready for ``async with``.
+
+        ``embed_fn`` / ``batch_embed_fn`` embed queries (and chunks added
+        later); they must be the embedder the index was built with.  Without
+        one, vector search returns nothing.  ``config=None`` uses the
+        configuration saved with the index.  The vector dtype is the saved
+        one unless ``vector_dtype`` is given.  Arrays are memory-mapped.
+        Raises :class:`~zerda_async.errors.IndexFormatError` naming the file
+        for a missing, truncated, corrupt, foreign or newer-format index.
+        """
+        saved = await anyio.to_thread.run_sync(load_index, path)
+        dtype: VectorDType = engine_kwargs.pop("vector_dtype", None) or (
+            "float32" if saved.manifest.dtype == "float32" else "float64"
         )
+        engine = cls(
+            saved.config if config is None else config, vector_dtype=dtype, **engine_kwargs
+        )
+        await engine._indexes.restore(saved, embed_fn, batch_embed_fn)
+        return engine
+
+    @property
+    def corpus_size(self) -> int:
+        """Chunks in the engine's own index (0 before ``index()`` / ``load()``)."""
+        live = self._indexes.live
+        return 0 if live is None else live.corpus.n_live
+
+    @property
+    def corpus_version(self) -> int:
+        """Version of the engine's index: 0 when built, +1 per ``add``/``update``/``remove``."""
+        live = self._indexes.live
+        return 0 if live is None else live.corpus.version
 
     # -- running -----------------------------------------------------------------
+
+    def _new_job(self, query: Any, *args: Any) -> Job:
+        self._check_open()
+        return _make_job(query, *args)
 
     async def run(
         self,
@@ -252,8 +292,7 @@ class AsyncContextEngine:
         the documented single history).  A cancelled or timed-out request
         changes no shared state.
         """
-        self._check_open()
-        job = _make_job(
+        job = self._new_job(
             query,
             metadata_filters,
             max_chunks,
@@ -266,6 +305,18 @@ class AsyncContextEngine:
             request = await self._runner.submit(job)
             try:
                 await request.done.wait()
+            except anyio.get_cancelled_exc_class():
+                if not request.committing:
+                    self._runner.abandon(request)
+                    raise
+                # Too late to give up: the commit has started (it may await a
+                # re-run of the speculative stages) and will complete, changing
+                # shared state.  Reporting a cancellation would hide a request
+                # that took effect, so wait for it (shielded) and return its
+                # outcome; an enclosing cancelled scope still cancels the caller
+                # at its next checkpoint.
+                with anyio.CancelScope(shield=True):
+                    await request.done.wait()
             except BaseException:
                 self._runner.abandon(request)
                 raise
@@ -284,8 +335,7 @@ class AsyncContextEngine:
         timeout: float | None = None,
     ) -> AsyncIterator[StageEvent]:
         """Yield one typed event per stage, then ``done`` (or ``error``); see :mod:`.events`."""
-        self._check_open()
-        job = _make_job(
+        job = self._new_job(
             query,
             metadata_filters,
             max_chunks,
@@ -300,14 +350,20 @@ class AsyncContextEngine:
         deadline = math.inf if timeout is None else anyio.current_time() + timeout
 
         def sink(request: Request, stage: str, duration_ms: float) -> None:
-            if stage == FINISHED:
-                final = _final_event(request)
-                if final is not None:
-                    send.send_nowait(final)
-                send.close()
-            else:
-                for event in _events_for(request, stage, duration_ms):
-                    send.send_nowait(event)
+            try:
+                if stage == FINISHED:
+                    final = _final_event(request)
+                    if final is not None:
+                        send.send_nowait(final)
+                    send.close()
+                else:
+                    for event in _events_for(request, stage, duration_ms):
+                        send.send_nowait(event)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                # The consumer left (broke out, timed out or was cancelled)
+                # while the request was committing: drop its events.  Raising
+                # here would escape from the commit task and kill the engine.
+                pass
 
         request: Request | None = None
         try:
@@ -315,11 +371,30 @@ class AsyncContextEngine:
                 request = await self._runner.submit(job, sink)
             with recv:
                 while True:
+                    if request.done.is_set():
+                        # Every event is buffered once the request is done:
+                        # drain them without a checkpoint (see below).
+                        try:
+                            event = recv.receive_nowait()
+                        except (anyio.EndOfStream, anyio.WouldBlock):
+                            return
+                        yield event
+                        continue
                     with anyio.fail_after(_remaining(deadline)):
                         try:
                             event = await recv.receive()
                         except anyio.EndOfStream:
                             return
+                        except anyio.get_cancelled_exc_class():
+                            if not request.committing:
+                                raise
+                            # Too late to give up, as in run(): the commit
+                            # started and will change shared state, so the
+                            # stream completes instead of reporting a
+                            # cancellation or timeout.
+                            with anyio.CancelScope(shield=True):
+                                await request.done.wait()
+                            continue
                     yield event
         finally:
             if request is not None and not request.done.is_set():
@@ -556,10 +631,3 @@ def _final_event(request: Request) -> StageEvent | None:
             message=str(outcome),
         )
     return None
-
-
-def _chunk_text(chunk: Any) -> Any:
-    text = getattr(chunk, "text", None)
-    if text:
-        return text
-    return getattr(chunk, "page_content", "")

@@ -8,12 +8,13 @@ replayed through the async engine as well (see ``tests/engine``).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -393,14 +394,18 @@ def run_fields(res: Any) -> dict[str, Any]:
 
 
 class EngineDriver(Protocol):
-    """What an engine must offer to replay engine steps (sync facade or async adapter)."""
+    """What an engine must offer to replay engine steps (sync facade or async adapter).
+
+    An async adapter may implement any method as a coroutine function: see
+    :func:`drive_engine_steps_async`.
+    """
 
     def index(self, chunks: list[Any], embed_fn: Any, source_quality_map: Any) -> Any: ...
     def run(self, query: Any, **kwargs: Any) -> Any: ...
-    def run_multi(self, queries: Any, **kwargs: Any) -> str: ...
+    def run_multi(self, queries: Any, **kwargs: Any) -> Any: ...
     def get_history(self) -> Any: ...
     def get_performance_report(self) -> dict[str, Any]: ...
-    def clear_cache(self) -> None: ...
+    def clear_cache(self) -> Any: ...
     def legacy(self) -> Any: ...
 
 
@@ -442,13 +447,58 @@ class SyncDriver:
 DriverFactory = Callable[[Any, Any], EngineDriver]
 
 
+class Call(NamedTuple):
+    """One driver call requested by :func:`engine_steps`; its return value is sent back."""
+
+    method: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+EngineSteps = Generator[Call, Any, list[Any]]
+"""Yields driver calls, receives their results, returns the step outcomes."""
+
+
 def replay_engine(inp: dict[str, Any], make_driver: DriverFactory = SyncDriver) -> Any:
+    return {"steps": drive_engine_steps(make_driver(*engine_setup(inp)), inp["steps"])}
+
+
+def engine_setup(inp: dict[str, Any]) -> tuple[Any, Any]:
+    """The ``(config, length_counter)`` an engine case builds its engine with."""
     spec = inp.get("engine", {})
-    driver = make_driver(config_from(spec.get("config")), counter_from(spec.get("length_counter")))
-    return {"steps": list(_engine_steps(driver, inp["steps"]))}
+    return config_from(spec.get("config")), counter_from(spec.get("length_counter"))
 
 
-def _engine_steps(driver: EngineDriver, steps: list[dict[str, Any]]) -> Iterator[Any]:
+def drive_engine_steps(driver: EngineDriver, steps: list[dict[str, Any]]) -> list[Any]:
+    """Replay ``steps`` on a driver whose methods are plain functions."""
+    protocol = engine_steps(steps)
+    try:
+        call = next(protocol)
+        while True:
+            call = protocol.send(getattr(driver, call.method)(*call.args, **call.kwargs))
+    except StopIteration as stop:
+        outcomes: list[Any] = stop.value
+        return outcomes
+
+
+async def drive_engine_steps_async(driver: Any, steps: list[dict[str, Any]]) -> list[Any]:
+    """Replay ``steps`` on a driver whose methods may be coroutine functions."""
+    protocol = engine_steps(steps)
+    try:
+        call = next(protocol)
+        while True:
+            returned = getattr(driver, call.method)(*call.args, **call.kwargs)
+            if inspect.isawaitable(returned):
+                returned = await returned
+            call = protocol.send(returned)
+    except StopIteration as stop:
+        outcomes: list[Any] = stop.value
+        return outcomes
+
+
+def engine_steps(steps: list[dict[str, Any]]) -> EngineSteps:
+    """The engine-step protocol, independent of how the driver is called (sans I/O)."""
+    outcomes: list[Any] = []
     for step in steps:
         op = step["op"]
         if op == "index":
@@ -456,30 +506,34 @@ def _engine_steps(driver: EngineDriver, steps: list[dict[str, Any]]) -> Iterator
                 k: sync_api.SourceQuality[v]
                 for k, v in (step.get("source_quality_map") or {}).items()
             }
-            returned = driver.index(
-                [CaseChunk(c) for c in step["chunks"]],
-                hashed_embedding if step.get("embed") else None,
-                quality or None,
+            returned = yield Call(
+                "index",
+                (
+                    [CaseChunk(c) for c in step["chunks"]],
+                    hashed_embedding if step.get("embed") else None,
+                    quality or None,
+                ),
+                {},
             )
-            yield {"returned_self": returned}
+            outcomes.append({"returned_self": returned})
         elif op == "run":
             names = ("metadata_filters", "max_chunks", "override_budget", "use_history")
             kwargs = {k: step[k] for k in (*names, "record_turn") if k in step}
-            yield run_fields(driver.run(step["query"], **kwargs))
+            outcomes.append(run_fields((yield Call("run", (step["query"],), kwargs))))
         elif op == "run_multi":
             kwargs = dict(step.get("kwargs") or {})
             kwargs.update({k: step[k] for k in ("global_budget", "use_weighted") if k in step})
-            yield {"combined": driver.run_multi(step["queries"], **kwargs)}
+            outcomes.append({"combined": (yield Call("run_multi", (step["queries"],), kwargs))})
         elif op == "set_last_answer":
-            history = driver.get_history()
+            history = yield Call("get_history", (), {})
             if history is not None and history.turns:
                 history.turns[-1].answer = step["answer"]
-                yield {"set": True}
+                outcomes.append({"set": True})
             else:
-                yield {"set": False}
+                outcomes.append({"set": False})
         elif op == "history":
-            history = driver.get_history()
-            yield (
+            history = yield Call("get_history", (), {})
+            outcomes.append(
                 None
                 if history is None
                 else {
@@ -489,25 +543,31 @@ def _engine_steps(driver: EngineDriver, steps: list[dict[str, Any]]) -> Iterator
                 }
             )
         elif op == "perf_report":
-            report = dict(driver.get_performance_report())
+            report = dict((yield Call("get_performance_report", (), {})))
             report.pop("avg_response_ms", None)
-            yield {"report": report}
+            outcomes.append({"report": report})
         elif op == "clear_cache":
-            driver.clear_cache()
-            yield None
-        elif op == "build":
-            items = _pairs(step["chunks"])
-            kwargs = {k: step[k] for k in ("max_chunks", "max_length") if k in step}
-            yield {"context": driver.legacy().build(step["query"], items, **kwargs)}
-        elif op == "build_multi":
-            groups = [_pairs(group) for group in step["all_chunks"]]
-            yield {"context": driver.legacy().build_multi_query_context(step["queries"], groups)}
-        elif op == "compress":
-            yield {"context": driver.legacy().compress_context(step["context"], step["target"])}
-        elif op == "context_stats":
-            yield {"stats": dict(driver.legacy().get_context_stats(step["context"]))}
+            yield Call("clear_cache", (), {})
+            outcomes.append(None)
+        elif op in ("build", "build_multi", "compress", "context_stats"):
+            outcomes.append(_legacy_step((yield Call("legacy", (), {})), step))
         else:
             raise ValueError(f"unknown engine op {op!r}")
+    return outcomes
+
+
+def _legacy_step(legacy: Any, step: dict[str, Any]) -> Any:
+    op = step["op"]
+    if op == "build":
+        items = _pairs(step["chunks"])
+        kwargs = {k: step[k] for k in ("max_chunks", "max_length") if k in step}
+        return {"context": legacy.build(step["query"], items, **kwargs)}
+    if op == "build_multi":
+        groups = [_pairs(group) for group in step["all_chunks"]]
+        return {"context": legacy.build_multi_query_context(step["queries"], groups)}
+    if op == "compress":
+        return {"context": legacy.compress_context(step["context"], step["target"])}
+    return {"stats": dict(legacy.get_context_stats(step["context"]))}
 
 
 REPLAYERS: dict[str, Callable[[dict[str, Any]], Any]] = {

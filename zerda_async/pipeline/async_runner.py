@@ -46,13 +46,14 @@ from ..embedding import Embedder
 from ..errors import EngineClosedError
 from .job import Job
 from .observe import emit_stage_event
-from .stages import STAGES, Retrieval, Stage, build_result
+from .stages import STAGES, HistoryEnrichment, Retrieval, Stage, build_result
 from .state import EngineState
 from .sync_runner import annotate_stage_error, failed_stage
 
 __all__ = ["FINISHED", "AsyncRunner", "EventSink", "OffloadPolicy", "Request", "RunnerSettings"]
 
 _RETRIEVAL = Retrieval()
+_UNKNOWN: Any = object()
 
 EventSink = Callable[["Request", str, float], None]
 """Called with (request, stage name, duration ms) as a request's stages complete."""
@@ -133,6 +134,12 @@ class Request:
         self.spec_version = -1
         self.spec_error: BaseException | None = None
         self.spec_error_stage: str | None = None
+        # Set while the commit task re-runs this request's speculation ahead
+        # of its commit (see AsyncRunner._prepare); abandon() cancels it.
+        self.prepare_scope: anyio.CancelScope | None = None
+        # The query's documented cache key while it leads a single flight (the
+        # cache key proper may also carry the corpus version, see EngineState).
+        self.flight_key: str | None = None
 
     def result(self) -> ContextResult:
         """The result, or the exception the request failed with."""
@@ -165,6 +172,7 @@ class AsyncRunner:
         self.settings = settings
         self.stages = tuple(stages)
         self.speculative = tuple(s for s in self.stages if s.speculative)
+        self._enrichment = next((s for s in self.stages if isinstance(s, HistoryEnrichment)), None)
         self.limiter = anyio.CapacityLimiter(settings.thread_limit)
         self.slots = anyio.Semaphore(settings.max_in_flight)
         self.policy = OffloadPolicy(settings.offload_threshold_ms, settings.offload_min_corpus)
@@ -193,15 +201,14 @@ class AsyncRunner:
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Run the stage tasks until :meth:`close` (use with ``TaskGroup.start``)."""
-        # Buffers hold at most max_in_flight requests (the slots bound them);
-        # barriers add a few more, hence the inf on the commit stream.
+        # The slots bound the live requests to max_in_flight, but the buffers
+        # are unbounded: barriers add to the commit stream, and an abandoned
+        # request releases its slot (see abandon) while it may still sit in
+        # the speculation or embedding buffer, so a bounded buffer could
+        # reject a later send_nowait.
         commit_send, commit_recv = anyio.create_memory_object_stream[Request | _Barrier](math.inf)
-        spec_send, spec_recv = anyio.create_memory_object_stream[Request](
-            self.settings.max_in_flight
-        )
-        embed_send, embed_recv = anyio.create_memory_object_stream[Request](
-            self.settings.max_in_flight
-        )
+        spec_send, spec_recv = anyio.create_memory_object_stream[Request](math.inf)
+        embed_send, embed_recv = anyio.create_memory_object_stream[Request](math.inf)
         self._commit_send, self._spec_send, self._embed_send = commit_send, spec_send, embed_send
         try:
             async with anyio.create_task_group() as tg:
@@ -283,6 +290,13 @@ class AsyncRunner:
     def abandon(self, request: Request) -> None:
         """The caller gave up (cancelled or timed out): skip its commit if not started."""
         request.cancelled = True
+        # The commit task waits for a request's speculation before committing
+        # it.  An abandoned request is skipped anyway, so it must not keep the
+        # requests behind it waiting while its embedding or speculation is
+        # still running (a slow embedder call, a blocked worker thread).
+        request.speculated.set()
+        if request.prepare_scope is not None:
+            request.prepare_scope.cancel()
 
     def _plan_single_flight(self, request: Request) -> None:
         # An identical cache miss already in flight will most likely store the
@@ -299,12 +313,12 @@ class AsyncRunner:
             request.skip_speculation = True
         else:
             self._by_cache_key[key] = request
-            request.job.cache_key = key
+            request.flight_key = key
 
     def _finish(self, request: Request) -> None:
         if request in self._pending:
             self._pending.discard(request)
-            key = request.job.cache_key
+            key = request.flight_key
             if key is not None and self._by_cache_key.get(key) is request:
                 del self._by_cache_key[key]
             self.slots.release()
@@ -340,10 +354,19 @@ class AsyncRunner:
             try:
                 vectors = await embedder.embed_many([r.job.query for r in live])
             except Exception as exc:
-                # The query embedding belongs to the retrieval stage.
-                annotate_stage_error(exc, _RETRIEVAL)
-                for request in live:
-                    request.spec_error, request.spec_error_stage = exc, _RETRIEVAL.name
+                if len(live) == 1:
+                    self._embedding_failed(live[0], exc)
+                else:
+                    # One bad text must not fail the requests it was batched
+                    # with (the sync engine embeds each query on its own):
+                    # retry each request alone.
+                    for request in live:
+                        try:
+                            request.job.query_vector = (
+                                await embedder.embed_many([request.job.query])
+                            )[0]
+                        except Exception as error:
+                            self._embedding_failed(request, error)
             else:
                 for request, vector in zip(live, vectors, strict=True):
                     request.job.query_vector = vector
@@ -357,6 +380,24 @@ class AsyncRunner:
                 request.speculated.set()
             else:
                 spec_send.send_nowait(request)
+
+    def _embedding_failed(self, request: Request, exc: Exception) -> None:
+        """Record a failed query embedding; the speculative stages before retrieval still run.
+
+        The embedding belongs to the retrieval stage, so the request fails
+        there, as the sync run fails inside the retriever, after analysing
+        the query: the commit needs that analysis to reach retrieval.
+        """
+        job = request.job
+        if job.effective_query is None:
+            job.effective_query = job.query
+        annotate_stage_error(exc, _RETRIEVAL)
+        request.spec_error, request.spec_error_stage = exc, _RETRIEVAL.name
+        before = tuple(itertools.takewhile(lambda s: s.name != _RETRIEVAL.name, self.speculative))
+        try:
+            _apply_group(job, self.state, before)
+        except Exception as error:
+            request.spec_error, request.spec_error_stage = error, failed_stage(error)
 
     async def _speculate_stage(self, recv: MemoryObjectReceiveStream[Request]) -> None:
         async with recv:
@@ -400,6 +441,9 @@ class AsyncRunner:
                 try:
                     if item.cancelled:
                         continue
+                    await self._prepare(item)
+                    if item.cancelled:
+                        continue
                     item.committing = True
                     try:
                         item.outcome = await self._commit(item)
@@ -407,6 +451,53 @@ class AsyncRunner:
                         item.outcome = exc
                 finally:
                     self._finish(item)
+        # The commit stream was closed and drained: every submitted request
+        # has committed or was skipped, so what is left in the embedding and
+        # speculation tasks belongs to abandoned requests (a hung embedder
+        # call, say) and must not hold up close().
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+
+    async def _prepare(self, request: Request) -> None:
+        """Redo the speculation that history or an index change made stale, before committing.
+
+        Re-running the speculative stages (for a history-enriched query, or
+        after an index barrier) is a commit's only await.  Inside the commit it
+        would come after the cache lookup had already counted, so a caller
+        giving up meanwhile could not leave the engine untouched; done here,
+        before any stage touches shared state, ``abandon`` simply cancels it
+        and the request is skipped.  Nothing else can commit meanwhile, so the
+        prediction holds when the commit starts (the commit re-checks anyway).
+        Single-flight followers are left alone: they mostly hit the cache.
+        """
+        if request.skip_speculation:
+            return
+        job = request.job
+        state = self.state
+        effective = self._peek_effective_query(job)
+        if effective is _UNKNOWN or (
+            effective == request.spec_query and request.spec_version == state.corpus_version
+        ):
+            return
+        job.effective_query = effective
+        with anyio.CancelScope() as scope:
+            request.prepare_scope = scope
+            request.spec_version = state.corpus_version
+            await self._redo_speculation(request)
+        request.prepare_scope = None
+
+    def _peek_effective_query(self, job: Job) -> Any:
+        """The query the history stage will produce, without changing any state."""
+        session_id = job.options.session_id
+        if self._enrichment is None:
+            return _UNKNOWN
+        if session_id is not None and session_id not in self.state.sessions:
+            return job.query  # the stage would create an empty conversation: no enrichment
+        try:
+            self._enrichment.apply(job, self.state)
+        except Exception:
+            return _UNKNOWN  # the commit raises it, in its documented place
+        return job.effective_query
 
     async def _commit(self, request: Request) -> ContextResult:
         job = request.job
@@ -450,17 +541,19 @@ class AsyncRunner:
         """Recompute the speculative stages for the effective query (history changed it)."""
         job = request.job
         request.spec_error = request.spec_error_stage = None
-        if job.effective_query != request.spec_query or job.query_vector is None:
+        stale_vector = job.effective_query != request.spec_query or job.query_vector is None
+        # Recorded before the embedding: a failed attempt is this query's
+        # outcome, and the commit must not embed it a second time.
+        request.spec_query = job.effective_query
+        if stale_vector:
             job.query_vector = None
             embedder = self.embedder
             if embedder is not None:
                 try:
                     job.query_vector = (await embedder.embed_many([job.effective_query]))[0]
                 except Exception as exc:
-                    annotate_stage_error(exc, _RETRIEVAL)
-                    request.spec_error, request.spec_error_stage = exc, _RETRIEVAL.name
+                    self._embedding_failed(request, exc)
                     return
-        request.spec_query = job.effective_query
         try:
             await self._run_group(job, self.speculative)
         except Exception as exc:

@@ -73,7 +73,7 @@ class CacheLookup(Stage):
     def apply(self, job: Job, state: EngineState) -> None:
         if state.cache is None:
             return
-        job.cache_key = state.cache.make_key(job.query, job.options.metadata_filters)
+        job.cache_key = state.cache_key(job.query, job.options.metadata_filters)
         cached = state.cache.get(job.cache_key)
         if cached:
             analysis = state.analyzer.analyze(job.query)

@@ -94,6 +94,11 @@ class EngineState:
         self.source_quality_map: Mapping[str, Any] | None = None
         self.owner_name = owner_name
         self.corpus_version = 0
+        # None keeps the documented cache key (the sync facade).  The async
+        # engine sets the version of its corpus here (bumped by add, update and
+        # remove), and it becomes part of every cache key, so a context built
+        # from an older corpus is never served.
+        self.cache_corpus_version: int | None = None
 
     # -- shared state lookups -------------------------------------------------
 
@@ -112,6 +117,14 @@ class EngineState:
             self.history = history
         else:
             self.sessions[session_id] = history
+
+    def cache_key(self, query: str, filters: Mapping[str, Any] | None) -> str:
+        """The context-cache key of a run (requires a cache; see ``cache_corpus_version``)."""
+        assert self.cache is not None
+        key = self.cache.make_key(query, filters)
+        if self.cache_corpus_version is None:
+            return key
+        return f"{key}@{self.cache_corpus_version}"
 
     def require_source_quality_map(self) -> Mapping[str, Any]:
         """The source-quality map, or the documented ``AttributeError`` before ``index()``."""

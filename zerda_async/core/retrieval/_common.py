@@ -7,28 +7,25 @@ only a few are wanted.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["chunk_metadata", "chunk_text", "slice_length", "stable_top"]
+from ..index.chunks import chunk_metadata, chunk_text
+
+__all__ = ["chunk_metadata", "chunk_text", "live_items", "slice_length", "stable_top"]
 
 # Below this size a full stable sort is as cheap as partitioning.
 _FULL_SORT_MAX = 2048
 
 
-def chunk_text(chunk: Any) -> Any:
-    """The chunk's text exactly as :attr:`ScoredChunk.text` resolves it."""
-    value = getattr(chunk, "text", None)
-    if value:
-        return value
-    return getattr(chunk, "page_content", "")
-
-
-def chunk_metadata(chunk: Any) -> Any:
-    """The chunk's metadata exactly as :attr:`ScoredChunk.metadata` resolves it."""
-    return getattr(chunk, "metadata", None) or {}
+def live_items(items: Sequence[Any], live: NDArray[np.bool_] | None) -> list[Any]:
+    """``items`` at the positions ``live`` marks (all of them when ``live`` is None)."""
+    if live is None:
+        return list(items)
+    return [items[i] for i in np.flatnonzero(live).tolist()]
 
 
 def slice_length(n: int, limit: Any) -> int:

@@ -1,4 +1,4 @@
-"""Tokeniser shared by the BM25 index and its queries.
+"""Tokeniser shared by the BM25 index and its queries (defined in :mod:`..index.tokens`).
 
 The token pattern is the one the query analyzer uses for keyword extraction:
 runs of at least two word characters or Arabic-block letters, taken from the
@@ -8,18 +8,6 @@ hamza form and its bare letter are different tokens.
 
 from __future__ import annotations
 
-import re
+from ..index.tokens import TOKEN_PATTERN, tokenize
 
 __all__ = ["TOKEN_PATTERN", "tokenize"]
-
-TOKEN_PATTERN: re.Pattern[str] = re.compile(r"[\w\u0600-\u06FF]{2,}")
-"""Compiled token regex (Unicode-aware ``\\w`` plus the Arabic block U+0600–U+06FF)."""
-
-
-def tokenize(text: str) -> list[str]:
-    """Return the tokens of ``text.lower()`` in order of appearance (duplicates kept).
-
-    Anything without a ``lower`` method (``None`` included) raises
-    :class:`AttributeError`, the same failure the documented package shows.
-    """
-    return TOKEN_PATTERN.findall(text.lower())

@@ -1,9 +1,10 @@
 """Vector retrieval: a native vector database, a LangChain-style store, or in-memory cosine.
 
-The in-memory index keeps the embeddings as a float64 matrix whose rows are
-normalised once at index time, so a query is a single matrix-vector product.
-Cosines are rounded to 12 decimals so that chunks with identical embeddings
-tie exactly, whatever order the floating-point sums ran in.
+The in-memory index (:mod:`zerda_async.core.index.vector_index`) keeps the
+embeddings as a matrix whose rows are normalised once at index time, so a
+query is a single matrix-vector product.  Cosines are rounded to 12 decimals
+so that chunks with identical embeddings tie exactly, whatever order the
+floating-point sums ran in.  Indexing here is float64, as documented.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..config import ContextEngineConfig, RetrieverConfig
+from ..index.vector_index import COSINE_DECIMALS, VectorIndex
 from ..models import RetrievalMethod, ScoredChunk
-from ._common import chunk_text, stable_top
+from ._common import chunk_text, live_items, stable_top
 
 __all__ = ["COSINE_DECIMALS", "BatchEmbedFn", "EmbedFn", "VectorRetriever"]
 
@@ -27,27 +29,15 @@ EmbedFn = Callable[[Any], ArrayLike]
 BatchEmbedFn = Callable[[list[Any]], ArrayLike]
 """Embeds a list of texts at once; the result must have one row per text."""
 
-COSINE_DECIMALS = 12
-"""Decimals kept from every in-memory cosine similarity."""
-
 
 @dataclass(frozen=True, slots=True)
 class _Index:
     """One immutable in-memory index generation (swapped in whole)."""
 
-    chunks: tuple[Any, ...]
-    unit_rows: NDArray[np.float64]
+    chunks: Sequence[Any]
+    vectors: VectorIndex
     embed_fn: EmbedFn | None
     batch_embed_fn: BatchEmbedFn | None
-
-
-def _unit_rows(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
-    norms = np.linalg.norm(matrix, axis=1)
-    # Dividing zero rows by 1 keeps them zero, so they score cosine 0 like the
-    # guarded division of the per-row formula.
-    safe = np.where(norms > 0, norms, 1.0)
-    unit: NDArray[np.float64] = matrix / safe[:, None]
-    return unit
 
 
 class VectorRetriever:
@@ -74,10 +64,29 @@ class VectorRetriever:
         self._vector_db = vector_db
         self._index: _Index | None = None
 
+    @classmethod
+    def over(
+        cls,
+        config: ContextEngineConfig,
+        chunks: Sequence[Any],
+        vectors: VectorIndex,
+        embed_fn: EmbedFn | None = None,
+        batch_embed_fn: BatchEmbedFn | None = None,
+    ) -> VectorRetriever:
+        """An in-memory retriever serving prebuilt ``vectors`` whose positions hold ``chunks``.
+
+        ``embed_fn`` (or ``batch_embed_fn``) embeds queries for which
+        :meth:`retrieve` receives no ``query_vector``.
+        """
+        retriever = cls(config)
+        retriever._index = _Index(chunks, vectors, embed_fn, batch_embed_fn)
+        return retriever
+
     @property
     def chunks(self) -> list[Any]:
         """The chunks of the in-memory index (empty before :meth:`index_chunks`)."""
-        return [] if self._index is None else list(self._index.chunks)
+        index = self._index
+        return [] if index is None else live_items(index.chunks, index.vectors.live)
 
     def index_chunks(
         self,
@@ -134,7 +143,7 @@ class VectorRetriever:
     ) -> None:
         self._index = _Index(
             chunks=tuple(items),
-            unit_rows=_unit_rows(matrix),
+            vectors=VectorIndex.from_matrix(matrix),
             embed_fn=embed_fn,
             batch_embed_fn=batch_embed_fn,
         )
@@ -169,21 +178,18 @@ class VectorRetriever:
         self, query: str, top_k: int, query_vector: ArrayLike | None
     ) -> list[ScoredChunk]:
         index = self._index
-        if index is None or index.unit_rows.shape[0] == 0:
+        if index is None or index.vectors.n_positions == 0:
             return []
         if query_vector is not None:
             query_vec = np.asarray(query_vector, dtype=np.float64).flatten()
         else:
             query_vec = _embed_query(index, query)
-        q_norm = float(np.linalg.norm(query_vec))
-        if q_norm == 0:
-            sims = np.zeros(index.unit_rows.shape[0], dtype=np.float64)
-        else:
-            sims = np.round(index.unit_rows @ (query_vec / q_norm), COSINE_DECIMALS)
+        positions, sims = index.vectors.similarities(query_vec)
         order = stable_top(sims, top_k)
         scores = sims[order]
         keep = ~(scores < self.cfg.min_vector_score)
-        picked = order[keep].tolist()
+        chosen = order if positions is None else positions[order]
+        picked = chosen[keep].tolist()
         values = scores[keep].tolist()
         return [
             ScoredChunk(

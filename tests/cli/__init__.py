@@ -1,0 +1,1 @@
+"""Tests of the zerda command line, run as the installed console script."""

@@ -1,0 +1,483 @@
+"""Shared helpers of the async-engine tests: a corpus, a sync reference, comparisons.
+
+The reference for every async result is ``sync_api.ContextEngine`` running the
+same calls one by one.  :class:`SubmissionLog` records the order in which
+requests and engine-state barriers actually entered the async engine (the
+order its serializability contract is about), and :func:`check_against_sync`
+replays that order on a :class:`SyncReference` and compares everything.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+import numpy as np
+from golden.replay import analysis_fields, first_difference, hashed_embedding, normal_form
+
+import sync_api
+from zerda_async import AsyncContextEngine, ContextEngineConfig, ConversationHistory, SourceQuality
+from zerda_async.core.retrieval import HybridRetriever, KeywordRetriever
+from zerda_async.pipeline.async_runner import Request
+from zerda_async.pipeline.sync_runner import failed_stage
+
+__all__ = [
+    "CORPUS",
+    "QUALITY",
+    "QUERIES",
+    "CountingRetriever",
+    "Doc",
+    "SubmissionLog",
+    "SyncReference",
+    "check_against_sync",
+    "config_factory",
+    "engine_state",
+    "force_inline",
+    "force_threads",
+    "hashed_embedding",
+    "history_fields",
+    "outcome_fields",
+    "report_fields",
+    "result_fields",
+    "wait_until",
+]
+
+
+class Doc:
+    """A corpus chunk: ``doc_id``, ``text`` and ``metadata`` (with a ``source``)."""
+
+    def __init__(self, doc_id: str, text: str, source: str, **metadata: Any) -> None:
+        self.doc_id = doc_id
+        self.text = text
+        self.metadata = {"source": source, **metadata}
+
+    def __repr__(self) -> str:
+        return f"Doc({self.doc_id!r})"
+
+
+_EN = [
+    (
+        "ml",
+        "Machine learning is a field of artificial intelligence that learns patterns from data.",
+    ),
+    ("dl", "Deep learning uses neural networks with many layers to learn representations."),
+    ("rag", "Retrieval augmented generation adds retrieved documents to the prompt of a model."),
+    ("bm25", "BM25 is a keyword ranking function based on term frequency and document length."),
+    ("vec", "Vector search compares dense embeddings with cosine similarity to find neighbours."),
+    ("rrf", "Reciprocal rank fusion merges ranked lists by summing inverse rank contributions."),
+    ("tok", "Tokenization splits text into tokens; subword tokenizers handle rare words well."),
+    ("attn", "The transformer model relies on self attention to relate every token to the others."),
+    ("long", "Transformers handle long sequences with sparse attention or sliding windows."),
+    ("ft", "Fine tuning adapts a pretrained model to a task with a small labelled dataset."),
+    ("eval", "Evaluation of retrieval uses recall, precision and mean reciprocal rank metrics."),
+    (
+        "cache",
+        "A context cache stores built contexts so that repeated questions are answered fast.",
+    ),
+    ("chunk", "Chunking splits documents into passages of a few hundred characters for retrieval."),
+    ("guard", "A context guard validates that the built context is long enough and has sources."),
+    ("budget", "The context budget bounds how many characters or tokens the context may use."),
+    ("hist", "Multi turn conversations enrich a follow up question with previous answered turns."),
+    ("async", "Async engines serve many concurrent requests on one event loop without threads."),
+    ("py", "Python is a programming language popular for data science and machine learning."),
+]
+_AR = [
+    (
+        "ar_ml",
+        "التعلم الآلي هو فرع من فروع الذكاء الاصطناعي يركز على بناء أنظمة تتعلم من البيانات.",
+    ),
+    ("ar_dl", "التعلم العميق هو مجال فرعي من التعلم الآلي يعتمد على الشبكات العصبية الاصطناعية."),
+    ("ar_nlp", "معالجة اللغات الطبيعية تمكن الحاسوب من فهم النصوص العربية والإنجليزية وتحليلها."),
+    ("ar_rag", "التوليد المعزز بالاسترجاع يضيف وثائق مسترجعة إلى سياق النموذج اللغوي قبل الإجابة."),
+    ("ar_vec", "البحث المتجهي يقارن التمثيلات العددية للنصوص باستخدام تشابه جيب التمام."),
+    ("ar_data", "جودة البيانات أساسية في التعلم الآلي لأن النموذج يتعلم من الأمثلة التي يراها."),
+    ("ar_tr", "نموذج المحول يعتمد على آلية الانتباه الذاتي لربط كل كلمة بباقي الكلمات في الجملة."),
+    ("ar_eval", "تقييم أنظمة الاسترجاع يستخدم مقاييس مثل الاستدعاء والدقة ومتوسط الرتبة العكسية."),
+]
+_SOURCES = ["Textbook", "Blog", "Forum", "Paper", "Wiki"]
+_AR_SOURCES = ["كتاب التعلم الآلي", "مدونة تقنية", "موسوعة"]
+
+
+def _build_corpus() -> list[Doc]:
+    docs: list[Doc] = []
+    for i, (doc_id, text) in enumerate(_EN):
+        docs.append(Doc(doc_id, text, _SOURCES[i % len(_SOURCES)], lang="en", year=2015 + i % 9))
+    for i, (doc_id, text) in enumerate(_AR):
+        docs.append(Doc(doc_id, text, _AR_SOURCES[i % len(_AR_SOURCES)], lang="ar", year=2020))
+    # Longer passages, a duplicate (hash dedup), a tiny chunk and a noise line (filters).
+    docs.append(Doc("ml_long", " ".join(t for _, t in _EN[:6]), "Textbook", lang="en"))
+    docs.append(Doc("ar_long", " ".join(t for _, t in _AR[:4]), "موسوعة", lang="ar"))
+    docs.append(Doc("ml_dup", _EN[0][1].replace(" is ", "   is "), "Forum", lang="en"))
+    docs.append(Doc("tiny", "short", "Forum", lang="en"))
+    docs.append(Doc("noise", "----------", "Forum", lang="en"))
+    return docs
+
+
+CORPUS: list[Doc] = _build_corpus()
+"""35 English and Arabic chunks with sources, language and year metadata."""
+
+QUALITY: dict[str, SourceQuality] = {
+    "Textbook": SourceQuality.HIGH,
+    "Paper": SourceQuality.HIGH,
+    "Forum": SourceQuality.LOW,
+    "كتاب التعلم الآلي": SourceQuality.HIGH,
+    "مدونة تقنية": SourceQuality.MEDIUM,
+}
+"""The source-quality map the tests index with."""
+
+QUERIES: list[str] = [
+    "What is machine learning?",
+    "what is machine learning?  ",
+    "How does the transformer model handle long sequences?",
+    "Compare BM25 keyword ranking with vector search and explain reciprocal rank fusion",
+    "Explain retrieval augmented generation and why a context budget matters for prompts",
+    "ما هو التعلم الآلي؟",
+    "ما هو التعلم الآلي؟ ",
+    "اشرح الفرق بين التعلم العميق والتعلم الآلي ومعالجة اللغات الطبيعية",
+    "How do I evaluate a retrieval system?",
+    "What does a context guard check?",
+    "Why cache contexts?",
+    "List the steps of chunking documents",
+    "كيف يعمل البحث المتجهي؟",
+    "What is Python used for?",
+    "Define tokenization",
+    "How does fine tuning work compared with training from scratch, step by step?",
+]
+"""English and Arabic queries; two pairs share a cache key (case and whitespace)."""
+
+
+def config_factory(**overrides: Any) -> Callable[[], ContextEngineConfig]:
+    """A factory of fresh configs (``section__field=value`` sets a section field)."""
+
+    def make() -> ContextEngineConfig:
+        cfg = ContextEngineConfig()
+        for key, value in overrides.items():
+            if "__" in key:
+                section, field = key.split("__", 1)
+                setattr(getattr(cfg, section), field, value)
+            else:
+                setattr(cfg, key, value)
+        return cfg
+
+    return make
+
+
+# -- comparisons ----------------------------------------------------------------------
+
+
+def result_fields(res: Any) -> dict[str, Any]:
+    """Every compared field of a ``ContextResult`` (``pipeline_ms`` is timing)."""
+    return {
+        "context": res.context,
+        "guard_passed": res.guard_passed,
+        "guard_warnings": list(res.guard_warnings),
+        "chunk_ids": [sc.doc_id for sc in res.chunks_used],
+        "chunk_composite": [sc.composite_score for sc in res.chunks_used],
+        "chunk_vector": [sc.vector_score for sc in res.chunks_used],
+        "chunk_keyword": [sc.keyword_score for sc in res.chunks_used],
+        "chunk_quality": [sc.source_quality.name for sc in res.chunks_used],
+        "total_retrieved": res.total_retrieved,
+        "total_after_filter": res.total_after_filter,
+        "total_after_rank": res.total_after_rank,
+        "total_included": res.total_included,
+        "context_length": res.context_length,
+        "metadata": dict(res.metadata),
+        "analysis": analysis_fields(res.query_analysis),
+    }
+
+
+def outcome_fields(outcome: Any) -> dict[str, Any]:
+    """A result's fields, or an exception's type, message and failing stage."""
+    if isinstance(outcome, BaseException):
+        return {
+            "error": type(outcome).__name__,
+            "message": str(outcome),
+            "stage": failed_stage(outcome),
+        }
+    return result_fields(outcome)
+
+
+def history_fields(history: Any) -> Any:
+    """The turns of a conversation (timestamps excluded)."""
+    if history is None:
+        return None
+    return {
+        "max_turns": history.max_turns,
+        "turns": [
+            {
+                "turn_id": t.turn_id,
+                "query": t.query,
+                "answer": t.answer,
+                "context": t.context_used,
+                "analysis": None if t.analysis is None else analysis_fields(t.analysis),
+            }
+            for t in history.turns
+        ],
+    }
+
+
+def report_fields(report: dict[str, Any]) -> dict[str, Any]:
+    """A performance report without the timing average."""
+    return {k: v for k, v in report.items() if k != "avg_response_ms"}
+
+
+def assert_same(expected: Any, actual: Any, what: str) -> None:
+    """Fail with the first difference (floats compared with the golden tolerance)."""
+    difference = first_difference(normal_form(expected), normal_form(actual))
+    assert difference is None, f"{what}: {difference}"
+
+
+def engine_state(engine: Any, sessions: list[str | None]) -> dict[str, Any]:
+    """Everything shared that a request can change: report, cache stats, histories."""
+    return {
+        "report": report_fields(engine.get_performance_report()),
+        "histories": {str(sid): history_fields(engine.get_history(sid)) for sid in sessions},
+    }
+
+
+# -- the sync reference -----------------------------------------------------------------
+
+
+class SyncReference:
+    """``sync_api.ContextEngine`` plus one history per ``session_id``.
+
+    The documented engine has a single conversation; a session's run is
+    emulated by installing that session's history before the run, which is
+    exactly what the async engine's per-session history selection does.
+    """
+
+    def __init__(self, make_config: Callable[[], ContextEngineConfig], **components: Any) -> None:
+        self.engine = sync_api.ContextEngine(config=make_config(), **components)
+        self.default = self.engine.get_history()
+        self.sessions: dict[str, Any] = {}
+
+    def index(self, chunks: Any, **kwargs: Any) -> None:
+        self.engine.index(chunks, **kwargs)
+
+    def run(self, query: Any, *, session_id: str | None = None, **kwargs: Any) -> Any:
+        """The result, or the exception the run raised."""
+        created = None
+        if session_id is None:
+            history = self.default
+        elif session_id in self.sessions:
+            history = self.sessions[session_id]
+        elif self.engine.config.multi_turn:
+            history = created = ConversationHistory(session_id=session_id)
+        else:
+            history = None
+        self.engine.set_conversation(history)
+        outcome: Any
+        try:
+            outcome = self.engine.run(query, **kwargs)
+        except Exception as exc:
+            outcome = exc
+        # The async engine creates a session's conversation when the history
+        # stage first runs for it: not on a cache hit, nor when the cache
+        # lookup itself failed.
+        reached_history = not (
+            (isinstance(outcome, BaseException) and failed_stage(outcome) == "cache_lookup")
+            or (not isinstance(outcome, BaseException) and outcome.metadata.get("from_cache"))
+        )
+        if created is not None and reached_history:
+            self.sessions[session_id] = created  # type: ignore[index]
+        return outcome
+
+    def get_history(self, session_id: str | None = None) -> Any:
+        return self.default if session_id is None else self.sessions.get(session_id)
+
+    def get_performance_report(self) -> dict[str, Any]:
+        return self.engine.get_performance_report()
+
+    def clear_cache(self) -> None:
+        self.engine.clear_cache()
+
+    def set_answer(self, session_id: str | None, answer: str) -> None:
+        history = self.get_history(session_id)
+        history.turns[-1].answer = answer
+
+
+class SubmissionLog:
+    """Records what entered the async engine, in the order it entered.
+
+    Wraps the runner's ``submit`` and ``barrier``: a request's place in the
+    commit stream is fixed inside ``submit`` with no checkpoint before the
+    wrapper appends it, and a barrier is queued synchronously at the start of
+    ``barrier``, so the log order is the engine's serial order.
+    """
+
+    def __init__(self, engine: AsyncContextEngine) -> None:
+        self.entries: list[tuple[str, Any]] = []
+        runner = engine._runner
+        submit, barrier = runner.submit, runner.barrier
+        cache = engine._state.cache
+
+        async def logged_submit(job: Any, sink: Any = None) -> Request:
+            request = await submit(job, sink)
+            self.entries.append(("run", request))
+            return request
+
+        async def logged_barrier(apply: Callable[[], None]) -> None:
+            is_clear = cache is not None and getattr(apply, "__self__", None) is cache
+            self.entries.append(("clear_cache" if is_clear else "index", apply))
+            await barrier(apply)
+
+        runner.submit = logged_submit  # type: ignore[method-assign,unused-ignore]
+        runner.barrier = logged_barrier  # type: ignore[method-assign,unused-ignore]
+
+    def external(self, name: str, *args: Any) -> None:
+        """Record a caller action taken while the engine is idle (e.g. setting an answer)."""
+        self.entries.append((name, args))
+
+    @property
+    def requests(self) -> list[Request]:
+        return [item for kind, item in self.entries if kind == "run"]
+
+
+def replay_request(reference: SyncReference, request: Request) -> Any:
+    """Run ``request``'s query with its options on the reference."""
+    opts = request.job.options
+    return reference.run(
+        request.job.query,
+        session_id=opts.session_id,
+        metadata_filters=opts.metadata_filters,
+        max_chunks=opts.max_chunks,
+        override_budget=opts.override_budget,
+        use_history=opts.use_history,
+        record_turn=opts.record_turn,
+    )
+
+
+def check_against_sync(
+    engine: AsyncContextEngine,
+    log: SubmissionLog,
+    reference: SyncReference,
+    *,
+    index_calls: list[dict[str, Any]] | None = None,
+    sessions: list[str | None] | None = None,
+) -> int:
+    """Replay ``log`` on ``reference``; compare every outcome and the final state.
+
+    ``index_calls`` are the keyword arguments of the ``index`` calls logged as
+    barriers, in order.  Returns the number of compared requests.
+    """
+    pending_index = list(index_calls or [])
+    compared = 0
+    for kind, item in log.entries:
+        if kind == "run":
+            assert item.done.is_set(), "a logged request has no outcome yet"
+            expected = replay_request(reference, item)
+            assert_same(
+                outcome_fields(expected),
+                outcome_fields(item.outcome),
+                f"request {compared} ({item.job.query!r}, {item.job.options})",
+            )
+            compared += 1
+        elif kind == "clear_cache":
+            reference.clear_cache()
+        elif kind == "index":
+            reference.index(**pending_index.pop(0))
+        elif kind == "answer":
+            reference.set_answer(*item)
+        else:
+            raise AssertionError(f"unknown log entry {kind!r}")
+    assert not pending_index, "fewer index barriers than index calls"
+    session_ids: list[str | None] = list(sessions or [None])
+    if sessions is None:
+        session_ids += sorted(
+            {r.job.options.session_id for r in log.requests if r.job.options.session_id}
+        )
+    assert_same(engine_state(reference, session_ids), engine_state(engine, session_ids), "state")
+    return compared
+
+
+# -- engine internals the tests steer -----------------------------------------------------
+
+
+def force_threads(engine: AsyncContextEngine) -> None:
+    """Run every speculative stage group in a worker thread."""
+    engine._runner.policy.threshold_ms = -1.0
+    engine._runner.policy.min_corpus = 0
+
+
+def force_inline(engine: AsyncContextEngine) -> None:
+    """Run every speculative stage group on the event loop."""
+    engine._runner.policy.threshold_ms = float("inf")
+    engine._runner.policy.min_corpus = 10**12
+
+
+def assert_idle(engine: AsyncContextEngine) -> None:
+    """Nothing pending, no single-flight entry left, every slot free."""
+    runner = engine._runner
+    assert not runner._pending, f"pending requests left: {runner._pending}"
+    assert not runner._by_cache_key, f"single-flight entries left: {runner._by_cache_key}"
+    assert runner.slots.value == runner.settings.max_in_flight
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Poll ``predicate`` on the event loop until it holds (fails after ``timeout``)."""
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.001)
+
+
+# -- injected components ------------------------------------------------------------------
+
+
+def keyword_retriever(make_config: Callable[[], ContextEngineConfig]) -> HybridRetriever:
+    """A deterministic keyword-only hybrid retriever over :data:`CORPUS`."""
+    config = make_config()
+    return HybridRetriever(config=config, keyword_retriever=KeywordRetriever(config, chunks=CORPUS))
+
+
+class CountingRetriever:
+    """Delegates to a retriever and counts its calls per query (thread-safe).
+
+    ``gate`` (a ``threading.Event``), when given, makes the first call wait
+    for it: the call runs in a worker thread in those tests.
+    """
+
+    def __init__(self, inner: Any, gate: threading.Event | None = None) -> None:
+        self.inner = inner
+        self.calls: Counter[str] = Counter()
+        self.gate = gate
+        self._lock = threading.Lock()
+
+    @property
+    def total(self) -> int:
+        return sum(self.calls.values())
+
+    def retrieve(self, query: str, top_k: int, filters: Any = None) -> Any:
+        with self._lock:
+            first = self.total == 0
+            self.calls[query] += 1
+        if first and self.gate is not None:
+            assert self.gate.wait(10), "the gate was never opened"
+        return self.inner.retrieve(query=query, top_k=top_k, filters=filters)
+
+
+@contextmanager
+def raises_in(stage_component: Any, attribute: str, exc: BaseException) -> Iterator[None]:
+    """Temporarily make ``stage_component.attribute`` raise ``exc``."""
+    original = getattr(stage_component, attribute)
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise exc
+
+    setattr(stage_component, attribute, boom)
+    try:
+        yield
+    finally:
+        setattr(stage_component, attribute, original)
+
+
+def batch_of(embed: Callable[[Any], Any]) -> Callable[[list[Any]], np.ndarray]:
+    """The batch form of a single-text embedder."""
+
+    def batch(texts: list[Any]) -> np.ndarray:
+        return np.stack([np.asarray(embed(t), dtype=np.float64) for t in texts])
+
+    return batch

@@ -1,0 +1,28 @@
+"""Index structures behind the retrievers: BM25 postings, vector rows, metadata columns.
+
+Every structure is an immutable snapshot built with vectorised numpy code;
+updates return new snapshots sharing the unchanged arrays, so readers in
+worker threads never see a half-applied change.  :class:`CorpusIndex` ties
+the three together for an updatable corpus (add, update, remove, compaction).
+"""
+
+from __future__ import annotations
+
+from .corpus import COMPACT_FRACTION, CorpusIndex
+from .keyword_index import BM25_B, BM25_K1, KeywordIndex
+from .metadata_index import MetadataIndex
+from .vector_index import COSINE_DECIMALS, VECTOR_DTYPES, VectorDType, VectorIndex, unit_rows
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "COMPACT_FRACTION",
+    "COSINE_DECIMALS",
+    "VECTOR_DTYPES",
+    "CorpusIndex",
+    "KeywordIndex",
+    "MetadataIndex",
+    "VectorDType",
+    "VectorIndex",
+    "unit_rows",
+]

@@ -1,0 +1,19 @@
+"""The HTTP service of zerda-async (install the ``server`` extra: Starlette and uvicorn).
+
+:func:`create_app` builds the ASGI application from an engine opener;
+:func:`serve_index` serves a saved index (what ``zerda serve DIR`` runs).
+See :mod:`zerda_async.server.app` for the endpoints and error statuses.
+"""
+
+from .app import EngineOpener, EnginePool, HTTPProblem, ServiceSettings, create_app
+from .run import index_app, serve_index
+
+__all__ = [
+    "EngineOpener",
+    "EnginePool",
+    "HTTPProblem",
+    "ServiceSettings",
+    "create_app",
+    "index_app",
+    "serve_index",
+]
