@@ -29,6 +29,7 @@ demo: setup
 bench: setup
 	$(BIN)/python bench/bench_sync_latency.py
 	$(BIN)/python bench/bench_async.py
+	$(BIN)/python bench/bench_scale.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -649,6 +649,7 @@ def plot_c(data: dict[str, Any], machine: str) -> Path:
             ax.plot(r["late"], ".-", ms=3, lw=0.8, label=r["condition"])
         ax.axhline(TARGET_STALL_MS, color="tab:red", ls=":", lw=1)
         ax.set_yscale("symlog", linthresh=1)
+        ax.set_ylim(bottom=0)
         ax.set_title(f"{key[0]}, {key[1]}-dim: heartbeat lateness", fontsize=9)
         ax.set_ylabel("ms late")
         ax.legend(fontsize=6)

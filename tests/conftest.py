@@ -1,8 +1,19 @@
-"""Shared fixtures: the anyio backends every async test runs on."""
+"""Shared fixtures: the anyio backends every async test runs on, and the hypothesis profile."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
+
+# Property-based tests are deterministic by default (CI): a fixed derandomized
+# profile with no example database, so every run draws the same examples.
+# HYPOTHESIS_PROFILE=dev explores new random examples (and remembers failures)
+# while developing.  Tests keep their own max_examples with @settings.
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(

@@ -37,7 +37,13 @@ from .core.models import (
     SourceQuality,
 )
 from .engine import AsyncContextEngine
-from .errors import EmbeddingError, EngineClosedError, ZerdaError
+from .errors import (
+    EmbeddingError,
+    EngineClosedError,
+    IndexFormatError,
+    IndexStateError,
+    ZerdaError,
+)
 
 __all__ = [
     "AsyncContextEngine",
@@ -52,6 +58,8 @@ __all__ = [
     "EngineClosedError",
     "FilterConfig",
     "GuardConfig",
+    "IndexFormatError",
+    "IndexStateError",
     "QueryAnalysis",
     "QueryAnalyzerConfig",
     "QueryComplexity",

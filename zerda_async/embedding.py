@@ -7,6 +7,12 @@ An :class:`Embedder` wraps what the caller passed to ``index()``:
 
 Coroutine embedders are always awaited on the event loop (they are network
 calls), never in a thread.  Plain functions run in a worker thread.
+
+Every vector is checked: something that is not a numeric array, ``None``, NaN
+or infinity, the wrong number of rows and (for queries, see
+:func:`check_query_vector`) the wrong dimension raise
+:class:`~zerda_async.errors.EmbeddingError` instead of flowing on into the
+scores.  The sync facade keeps the documented behaviour (numpy propagates).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from numpy.typing import NDArray
 
 from .errors import EmbeddingError
 
-__all__ = ["Embedder", "is_coroutine_function"]
+__all__ = ["Embedder", "check_embeddings", "check_query_vector", "is_coroutine_function"]
 
 
 def is_coroutine_function(fn: Any) -> bool:
@@ -34,13 +40,55 @@ def is_coroutine_function(fn: Any) -> bool:
     )
 
 
+def _numeric(value: Any, what: str) -> NDArray[np.float64]:
+    """``value`` as a float64 array, or :class:`EmbeddingError` saying what was wrong."""
+    if value is None:
+        raise EmbeddingError(f"{what} returned None instead of a vector")
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(
+            f"{what} returned {type(value).__name__}, not a numeric array: {exc}"
+        ) from exc
+
+
+def check_embeddings(rows: NDArray[np.floating[Any]], first: int = 0) -> None:
+    """Raise :class:`EmbeddingError` naming the first text whose vector has NaN or infinity.
+
+    ``first`` is the index of ``rows[0]`` among the texts being embedded.
+    """
+    finite = np.isfinite(rows)
+    if finite.all():
+        return
+    bad = first + int(np.flatnonzero(~finite.reshape(rows.shape[0], -1).all(axis=1))[0])
+    raise EmbeddingError(f"embedder returned NaN or infinity in the vector of text {bad}")
+
+
+def check_query_vector(vector: Any, dim: int) -> NDArray[np.float64]:
+    """The query vector as a flat float64 array of ``dim`` finite numbers, else EmbeddingError.
+
+    The async engine's vector retriever applies it to every query vector
+    before the cosine scan (``dim`` is the index's dimension).
+    """
+    flat = _numeric(vector, "the query embedder").flatten()
+    if flat.shape[0] != dim:
+        raise EmbeddingError(
+            f"the query embedding has {flat.shape[0]} dimensions but the index holds "
+            f"{dim}-dimensional vectors (embed queries with the embedder of the index)"
+        )
+    if not np.isfinite(flat).all():
+        raise EmbeddingError("the query embedding contains NaN or infinity")
+    return flat
+
+
 def _as_matrix(value: Any, expected_rows: int) -> NDArray[np.float64]:
-    matrix = np.asarray(value, dtype=np.float64)
+    matrix = _numeric(value, "the batch embedder")
     if matrix.ndim != 2 or matrix.shape[0] != expected_rows:
         raise EmbeddingError(
             f"batch embedder returned an array of shape {matrix.shape} "
             f"for {expected_rows} texts (expected {expected_rows} rows)"
         )
+    check_embeddings(matrix)
     return matrix
 
 
@@ -87,8 +135,10 @@ class Embedder:
             if self.batch_is_async:
                 raw = await self.batch_embed_fn(items)
             else:
+                # abandon_on_cancel: a caller giving up (or the engine closing)
+                # does not wait for a hung call; its thread ends on its own.
                 raw = await anyio.to_thread.run_sync(
-                    self.batch_embed_fn, items, limiter=self._limiter
+                    self.batch_embed_fn, items, limiter=self._limiter, abandon_on_cancel=True
                 )
             return _as_matrix(raw, len(items))
         rows = [await self.embed_one(text) for text in items]
@@ -103,8 +153,13 @@ class Embedder:
         if self.single_is_async:
             raw = await self.embed_fn(text)
         else:
-            raw = await anyio.to_thread.run_sync(self.embed_fn, text, limiter=self._limiter)
-        return np.asarray(raw, dtype=np.float64).flatten()
+            raw = await anyio.to_thread.run_sync(
+                self.embed_fn, text, limiter=self._limiter, abandon_on_cancel=True
+            )
+        vector = _numeric(raw, "the embedder").flatten()
+        if not np.isfinite(vector).all():
+            raise EmbeddingError("embedder returned NaN or infinity in a vector")
+        return vector
 
     async def embed_corpus(
         self,

@@ -14,9 +14,8 @@ requests one after another, in submission order, would return.
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
 
 import anyio
@@ -27,25 +26,13 @@ from .core.config import ContextEngineConfig, LengthCounter
 from .core.index import VECTOR_DTYPES, VectorDType
 from .core.models import ContextResult, ConversationHistory, SourceQuality
 from .errors import EngineClosedError
-from .events import (
-    AnalysisEvent,
-    ComposedEvent,
-    DoneEvent,
-    ErrorEvent,
-    FilteredEvent,
-    GuardedEvent,
-    RankedEvent,
-    RetrievedEvent,
-    SourceRef,
-    StageEvent,
-)
+from .event_stream import EventStream, add_timeout_note
 from .index_lifecycle import IndexLifecycle
 from .persistence import load_index
-from .pipeline.async_runner import FINISHED, AsyncRunner, Request, RunnerSettings
+from .pipeline.async_runner import AsyncRunner, Request, RunnerSettings
 from .pipeline.job import Job, RunOptions
 from .pipeline.operations import join_multi_query, plan_multi_query
 from .pipeline.state import EngineState
-from .pipeline.sync_runner import failed_stage
 
 __all__ = ["AsyncContextEngine"]
 
@@ -67,6 +54,9 @@ class AsyncContextEngine:
     (default: the documented scores exactly) or ``"float32"`` (half the memory
     and scan time; cosines then differ by about 1e-8, which can reorder
     near-ties).
+
+    ``max_sessions`` bounds the per-``session_id`` conversations kept; beyond
+    it the least recently run one is dropped (``None``: keep every session).
     """
 
     def __init__(
@@ -87,6 +77,7 @@ class AsyncContextEngine:
         embed_batch_window: float = 0.002,
         embed_batch_size: int = 64,
         vector_dtype: VectorDType = "float64",
+        max_sessions: int | None = 10_000,
     ) -> None:
         if vector_dtype not in VECTOR_DTYPES:
             raise ValueError(f"vector_dtype must be one of {VECTOR_DTYPES}, got {vector_dtype!r}")
@@ -101,6 +92,7 @@ class AsyncContextEngine:
             budget_allocator,
             length_counter,
             owner_name="ContextEngine",
+            max_sessions=max_sessions,
         )
         self.config = self._state.config
         self._runner = AsyncRunner(
@@ -290,7 +282,8 @@ class AsyncContextEngine:
 
         ``session_id`` selects a conversation history of its own (``None`` uses
         the documented single history).  A cancelled or timed-out request
-        changes no shared state.
+        changes no shared state.  A ``TimeoutError`` carries a note saying
+        where the request was waiting (a pipeline stage, a queue).
         """
         job = self._new_job(
             query,
@@ -301,28 +294,34 @@ class AsyncContextEngine:
             record_turn,
             session_id,
         )
-        with anyio.fail_after(timeout):
-            request = await self._runner.submit(job)
-            try:
-                await request.done.wait()
-            except anyio.get_cancelled_exc_class():
-                if not request.committing:
+        request: Request | None = None
+        try:
+            with anyio.fail_after(timeout):
+                request = await self._runner.submit(job)
+                try:
+                    await request.done.wait()
+                except anyio.get_cancelled_exc_class():
+                    if not request.committing:
+                        self._runner.abandon(request)
+                        raise
+                    # Too late to give up: the commit has started (it may await a
+                    # re-run of the speculative stages) and will complete, changing
+                    # shared state.  Reporting a cancellation would hide a request
+                    # that took effect, so wait for it (shielded) and return its
+                    # outcome; an enclosing cancelled scope still cancels the caller
+                    # at its next checkpoint.
+                    with anyio.CancelScope(shield=True):
+                        await request.done.wait()
+                except BaseException:
                     self._runner.abandon(request)
                     raise
-                # Too late to give up: the commit has started (it may await a
-                # re-run of the speculative stages) and will complete, changing
-                # shared state.  Reporting a cancellation would hide a request
-                # that took effect, so wait for it (shielded) and return its
-                # outcome; an enclosing cancelled scope still cancels the caller
-                # at its next checkpoint.
-                with anyio.CancelScope(shield=True):
-                    await request.done.wait()
-            except BaseException:
-                self._runner.abandon(request)
-                raise
+        except TimeoutError as exc:
+            # Reliability: say where the request was waiting (RELIABILITY.md).
+            add_timeout_note(exc, self._runner, request)
+            raise
         return request.result()
 
-    async def stream(
+    def stream(
         self,
         query: str,
         metadata_filters: dict[str, Any] | None = None,
@@ -333,73 +332,27 @@ class AsyncContextEngine:
         *,
         session_id: str | None = None,
         timeout: float | None = None,
-    ) -> AsyncIterator[StageEvent]:
-        """Yield one typed event per stage, then ``done`` (or ``error``); see :mod:`.events`."""
-        job = self._new_job(
-            query,
-            metadata_filters,
-            max_chunks,
-            override_budget,
-            use_history,
-            record_turn,
-            session_id,
-        )
-        # At most nine events per request: this buffer never fills, so a slow
-        # consumer never stalls the commit task.
-        send, recv = anyio.create_memory_object_stream[StageEvent](16)
-        deadline = math.inf if timeout is None else anyio.current_time() + timeout
+    ) -> EventStream:
+        """One typed event per stage, then ``done`` (or ``error``); see :mod:`.events`.
 
-        def sink(request: Request, stage: str, duration_ms: float) -> None:
-            try:
-                if stage == FINISHED:
-                    final = _final_event(request)
-                    if final is not None:
-                        send.send_nowait(final)
-                    send.close()
-                else:
-                    for event in _events_for(request, stage, duration_ms):
-                        send.send_nowait(event)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                # The consumer left (broke out, timed out or was cancelled)
-                # while the request was committing: drop its events.  Raising
-                # here would escape from the commit task and kill the engine.
-                pass
+        Returns an :class:`~zerda_async.event_stream.EventStream` to iterate
+        with ``async for``: breaking out releases the request at once (no
+        ``aclose`` needed; ``async with`` works too).  The request is submitted
+        when the first event is awaited.
+        """
 
-        request: Request | None = None
-        try:
-            with anyio.fail_after(_remaining(deadline)):
-                request = await self._runner.submit(job, sink)
-            with recv:
-                while True:
-                    if request.done.is_set():
-                        # Every event is buffered once the request is done:
-                        # drain them without a checkpoint (see below).
-                        try:
-                            event = recv.receive_nowait()
-                        except (anyio.EndOfStream, anyio.WouldBlock):
-                            return
-                        yield event
-                        continue
-                    with anyio.fail_after(_remaining(deadline)):
-                        try:
-                            event = await recv.receive()
-                        except anyio.EndOfStream:
-                            return
-                        except anyio.get_cancelled_exc_class():
-                            if not request.committing:
-                                raise
-                            # Too late to give up, as in run(): the commit
-                            # started and will change shared state, so the
-                            # stream completes instead of reporting a
-                            # cancellation or timeout.
-                            with anyio.CancelScope(shield=True):
-                                await request.done.wait()
-                            continue
-                    yield event
-        finally:
-            if request is not None and not request.done.is_set():
-                self._runner.abandon(request)
-            send.close()
+        def make_job() -> Job:
+            return self._new_job(
+                query,
+                metadata_filters,
+                max_chunks,
+                override_budget,
+                use_history,
+                record_turn,
+                session_id,
+            )
+
+        return EventStream(self._runner, make_job, timeout)
 
     async def run_many(
         self,
@@ -559,75 +512,3 @@ async def _await_and_release(request: Request, limit: anyio.Semaphore) -> None:
         await request.done.wait()
     finally:
         limit.release()
-
-
-def _remaining(deadline: float) -> float | None:
-    if deadline == math.inf:
-        return None
-    return max(0.0, deadline - anyio.current_time())
-
-
-def _events_for(request: Request, stage: str, duration_ms: float) -> list[StageEvent]:
-    job = request.job
-    rid = job.request_id
-    if stage == "analysis" and job.analysis is not None:
-        a = job.analysis
-        return [
-            AnalysisEvent(
-                request_id=rid,
-                duration_ms=duration_ms,
-                intent=a.intent.value,
-                complexity=a.complexity.value,
-                language=a.language,
-                keywords=list(a.keywords),
-                budget=a.context_budget,
-            )
-        ]
-    if stage == "retrieval":
-        return [RetrievedEvent(request_id=rid, duration_ms=duration_ms, count=len(job.retrieved))]
-    if stage == "filter":
-        return [FilteredEvent(request_id=rid, duration_ms=duration_ms, count=len(job.filtered))]
-    if stage == "rank":
-        sources = [
-            SourceRef(doc_id=sc.doc_id, source=sc.source, score=sc.composite_score)
-            for sc in job.ranked
-        ]
-        return [
-            RankedEvent(
-                request_id=rid, duration_ms=duration_ms, count=len(job.ranked), sources=sources
-            )
-        ]
-    if stage == "compose":
-        return [
-            ComposedEvent(
-                request_id=rid,
-                duration_ms=duration_ms,
-                context_length=len(job.context),
-                budget=job.budget,
-            )
-        ]
-    if stage == "guard":
-        return [
-            GuardedEvent(
-                request_id=rid,
-                duration_ms=duration_ms,
-                passed=job.guard_passed,
-                warnings=list(job.guard_warnings),
-            )
-        ]
-    return []
-
-
-def _final_event(request: Request) -> StageEvent | None:
-    rid = request.job.request_id
-    outcome = request.outcome
-    if isinstance(outcome, ContextResult):
-        return DoneEvent(request_id=rid, result=outcome)
-    if isinstance(outcome, BaseException):
-        return ErrorEvent(
-            request_id=rid,
-            stage=failed_stage(outcome) or "unknown",
-            error_type=type(outcome).__name__,
-            message=str(outcome),
-        )
-    return None

@@ -108,6 +108,12 @@ class IndexLifecycle:
         embedder = live.embedder
         ahead = embedder is not None and (embedder.is_async or embedder.batches)
         self._runner.embedder = embedder if ahead else None
+        # Reliability: the retriever then calls caller code that may block (a
+        # plain query embedder, a vector-store adapter), so the speculative
+        # stages always run in a worker thread, never on the event loop.
+        self._runner.policy.external_calls = (
+            embedder is not None and not ahead
+        ) or live.adapter is not None
 
     # -- updates ------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from .core.index import CorpusIndex, VectorDType, unit_rows
 from .core.index.chunks import chunk_text
 from .core.index.vector_index import Matrix
 from .core.retrieval import HybridRetriever, KeywordRetriever, MetadataRetriever, VectorRetriever
-from .embedding import Embedder
+from .embedding import Embedder, check_embeddings, check_query_vector
 from .errors import EmbeddingError, IndexStateError
 
 __all__ = ["EMBED_BATCH", "LiveIndex", "build_live_index", "embed_rows"]
@@ -61,7 +61,15 @@ class LiveIndex:
             # fallbacks (adapter search, or no vector results).
             vec_ret = VectorRetriever(config, vector_store_adapter=self.adapter)
         else:
-            vec_ret = VectorRetriever.over(config, corpus.chunks, vectors, self.query_embed_fn)
+            # Reliability: query vectors with NaN or the wrong dimension raise
+            # EmbeddingError (RELIABILITY.md) instead of a numpy error or NaN scores.
+            vec_ret = VectorRetriever.over(
+                config,
+                corpus.chunks,
+                vectors,
+                self.query_embed_fn,
+                query_check=check_query_vector,
+            )
         return HybridRetriever(
             config=config,
             vector_retriever=vec_ret,
@@ -149,6 +157,9 @@ async def embed_rows(
             raise EmbeddingError(
                 f"embedder returned vectors of different lengths: {[out.shape[1], rows.shape[1]]}"
             )
+        # Reliability: a NaN or infinite embedding fails the index (naming the
+        # text) instead of giving that chunk NaN scores in every later query.
+        check_embeddings(rows, start)
         out[start : start + rows.shape[0]] = rows
         if progress is not None:
             progress(start + rows.shape[0], total)

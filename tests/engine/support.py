@@ -401,12 +401,14 @@ def force_threads(engine: AsyncContextEngine) -> None:
     """Run every speculative stage group in a worker thread."""
     engine._runner.policy.threshold_ms = -1.0
     engine._runner.policy.min_corpus = 0
+    engine._runner.policy.forced = True  # also over the "caller code -> thread" rule
 
 
 def force_inline(engine: AsyncContextEngine) -> None:
     """Run every speculative stage group on the event loop."""
     engine._runner.policy.threshold_ms = float("inf")
     engine._runner.policy.min_corpus = 10**12
+    engine._runner.policy.forced = False  # also over the "caller code -> thread" rule
 
 
 def assert_idle(engine: AsyncContextEngine) -> None:

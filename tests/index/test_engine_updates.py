@@ -245,3 +245,14 @@ async def test_progress_reports_embedding_then_tokenising() -> None:
         )
     n = len(CORPUS)
     assert seen[-1] == (n, n) and seen.count((n, n)) == 2
+
+
+async def test_an_embedder_of_another_dimension_changes_nothing() -> None:
+    from zerda_async.errors import EmbeddingError
+
+    async with AsyncContextEngine(make_config()) as engine:
+        await engine.index(CORPUS, embed_fn=embed, source_quality_map=QUALITY)
+        engine._indexes.live = _with_embedder(engine, lambda text: embed(text)[:32])
+        with pytest.raises(EmbeddingError, match="32-dimensional"):
+            await engine.add(NEW)
+        assert (engine.corpus_size, engine.corpus_version) == (len(CORPUS), 0)

@@ -110,7 +110,7 @@ def all_results(retriever: HybridRetriever) -> list[Any]:
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(initial=st.lists(docs, max_size=8), ops=operations)
 def test_updates_equal_a_fresh_index(initial: list[Any], ops: list[tuple[str, list[Any]]]) -> None:
     config = make_config(use_metadata=True)

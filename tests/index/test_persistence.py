@@ -15,9 +15,9 @@ import pytest
 from engine.support import CORPUS, QUALITY, QUERIES, Doc
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig
-from zerda_async import persistence as persistence_module
 from zerda_async.errors import IndexFormatError, IndexStateError
 from zerda_async.persistence import CURRENT_FILE, MANIFEST_FILE, StoredChunk, load_index
+from zerda_async.persistence import writer as persistence_module
 
 from .support import embed
 from .test_engine_updates import NEW, results_of
@@ -337,3 +337,14 @@ async def test_saving_needs_savable_chunks_and_no_adapter(tmp_path: Path) -> Non
             await engine.save(tmp_path / "b")
     assert not await io((tmp_path / "b" / CURRENT_FILE).exists)
     assert await io(_names, tmp_path / "b") == []
+
+
+async def test_loading_float64_vectors_as_float32(tmp_path: Path) -> None:
+    path, expected = await saved_index(tmp_path)
+    engine = await AsyncContextEngine.load(path, embed_fn=embed, vector_dtype="float32")
+    assert engine._indexes.dtype == "float32"
+    async with engine:
+        got = await results_of(engine, QUERY_SET)
+    assert [r["chunk_ids"] for r in got] == [r["chunk_ids"] for r in expected]
+    for new, old in zip(got, expected, strict=True):
+        assert np.allclose(new["chunk_vector"], old["chunk_vector"], atol=1e-7, rtol=0)

@@ -26,6 +26,14 @@ Topology (one task group, started by the engine)::
 
 A request cancelled before its commit starts changes no shared state; once its
 commit started it completes (commits never await except to re-run stages).
+
+Reliability (see RELIABILITY.md): caller code that may block (a plain query
+embedder, a vector-store adapter, an injected retriever) always runs in a
+worker thread; a request that is abandoned (cancelled or timed out) while
+its embedding or speculative stages are still running releases the
+pipeline at once — an embedder call shared only by abandoned requests is
+cancelled, and a worker thread stuck in caller code is abandoned (it ends
+when that call returns) — so one hung dependency fails only its own request.
 """
 
 from __future__ import annotations
@@ -103,9 +111,21 @@ class OffloadPolicy:
         self.threshold_ms = threshold_ms
         self.min_corpus = min_corpus
         self.average_ms: float | None = None
+        # True when the group calls caller code that may block on I/O (a plain
+        # query embedder, a vector-store adapter, an injected retriever): it
+        # then always runs in a worker thread, so a slow or hung call never
+        # stalls the event loop, whatever it cost so far.
+        self.external_calls = False
+        # Pins the placement when not None (True: threads, False: inline);
+        # tests use it to exercise both placements.
+        self.forced: bool | None = None
 
     def should_offload(self, corpus_size: int) -> bool:
         """True when the next run of the group should go to a worker thread."""
+        if self.forced is not None:
+            return self.forced
+        if self.external_calls:
+            return True
         if self.average_ms is None:
             return corpus_size >= self.min_corpus
         return self.average_ms > self.threshold_ms
@@ -140,6 +160,14 @@ class Request:
         # The query's documented cache key while it leads a single flight (the
         # cache key proper may also carry the corpus version, see EngineState).
         self.flight_key: str | None = None
+        # Set while a speculation worker runs this request's speculative
+        # stages, and while its query embedding call is awaited: abandon()
+        # cancels them so a hung dependency does not hold the pipeline.
+        self.spec_scope: anyio.CancelScope | None = None
+        self.embed_call: _EmbedCall | None = None
+        # Where the request is ("slot", "embedding", "speculation", "queued",
+        # "commit"); only read to say where a timed-out request was waiting.
+        self.phase = "slot"
 
     def result(self) -> ContextResult:
         """The result, or the exception the request failed with."""
@@ -148,6 +176,19 @@ class Request:
         if self.outcome is None:
             raise EngineClosedError("the request ended without a result (engine closed)")
         return self.outcome
+
+
+class _EmbedCall:
+    """One embedder call shared by a micro-batch; cancelled once all its requests gave up."""
+
+    def __init__(self, requests: list[Request]) -> None:
+        self.requests = requests
+        self.scope = anyio.CancelScope()
+
+    def abandoned(self) -> None:
+        """Called when one of the requests is abandoned."""
+        if all(request.cancelled for request in self.requests):
+            self.scope.cancel()
 
 
 class _Barrier:
@@ -176,6 +217,9 @@ class AsyncRunner:
         self.limiter = anyio.CapacityLimiter(settings.thread_limit)
         self.slots = anyio.Semaphore(settings.max_in_flight)
         self.policy = OffloadPolicy(settings.offload_threshold_ms, settings.offload_min_corpus)
+        # A retriever passed to the engine's constructor is caller code (often
+        # a remote vector store): never run it on the event loop.
+        self.policy.external_calls = state.retriever is not None
         # Set when queries must be embedded ahead of retrieval (a coroutine or
         # batch embedder); a plain per-text embedder is called by the retriever.
         self.embedder: Embedder | None = None
@@ -268,11 +312,14 @@ class AsyncRunner:
         # submission order.
         self._commit_send.send_nowait(request)
         if request.skip_speculation:
+            request.phase = "queued"
             request.speculated.set()
         elif self.embedder is not None:
             assert self._embed_send is not None
+            request.phase = "embedding"
             self._embed_send.send_nowait(request)
         else:
+            request.phase = "speculation"
             self._spec_send.send_nowait(request)
         return request
 
@@ -297,6 +344,33 @@ class AsyncRunner:
         request.speculated.set()
         if request.prepare_scope is not None:
             request.prepare_scope.cancel()
+        # A worker stuck in this request's speculation (a hung vector store,
+        # say) is freed; its thread, if any, is abandoned.
+        if request.spec_scope is not None:
+            request.spec_scope.cancel()
+        if request.embed_call is not None:
+            request.embed_call.abandoned()
+
+    def where(self, request: Request) -> str:
+        """Where ``request`` is in the pipeline, for a timeout's message.
+
+        The stage it waits in (``"retrieval"`` for its query embedding), or a
+        description of the queue it waits in.
+        """
+        phase = request.phase
+        if phase == "slot":
+            return f"admission (all {self.settings.max_in_flight} in-flight slots were taken)"
+        if phase == "embedding":
+            return "pipeline stage 'retrieval' (query embedding)"
+        if phase == "speculation":
+            done = request.job.timings
+            for stage in self.speculative:
+                if stage.name not in done:
+                    return f"pipeline stage {stage.name!r}"
+            return "pipeline stage 'rank'"
+        if phase == "queued":
+            return "the commit queue (earlier requests had not committed yet)"
+        return "pipeline stage commit"
 
     def _plan_single_flight(self, request: Request) -> None:
         # An identical cache miss already in flight will most likely store the
@@ -351,34 +425,43 @@ class AsyncRunner:
         embedder = self.embedder
         if live and embedder is not None:
             started = time.perf_counter()
-            try:
-                vectors = await embedder.embed_many([r.job.query for r in live])
-            except Exception as exc:
-                if len(live) == 1:
-                    self._embedding_failed(live[0], exc)
+            # Cancelled by abandon() once every request of the batch gave up,
+            # so a hung embedder call does not outlive its callers.
+            call = _EmbedCall(live)
+            for request in live:
+                request.embed_call = call
+            with call.scope:
+                try:
+                    vectors = await embedder.embed_many([r.job.query for r in live])
+                except Exception as exc:
+                    if len(live) == 1:
+                        self._embedding_failed(live[0], exc)
+                    else:
+                        # One bad text must not fail the requests it was batched
+                        # with (the sync engine embeds each query on its own):
+                        # retry each request alone.
+                        for request in live:
+                            try:
+                                request.job.query_vector = (
+                                    await embedder.embed_many([request.job.query])
+                                )[0]
+                            except Exception as error:
+                                self._embedding_failed(request, error)
                 else:
-                    # One bad text must not fail the requests it was batched
-                    # with (the sync engine embeds each query on its own):
-                    # retry each request alone.
-                    for request in live:
-                        try:
-                            request.job.query_vector = (
-                                await embedder.embed_many([request.job.query])
-                            )[0]
-                        except Exception as error:
-                            self._embedding_failed(request, error)
-            else:
-                for request, vector in zip(live, vectors, strict=True):
-                    request.job.query_vector = vector
+                    for request, vector in zip(live, vectors, strict=True):
+                        request.job.query_vector = vector
             cost = (time.perf_counter() - started) * 1000
             for request in live:
+                request.embed_call = None
                 request.job.timings["query_embedding"] = cost
         for request in batch:
             if request.spec_error is not None or request.cancelled:
                 request.spec_query = request.job.query
                 request.spec_version = self.state.corpus_version
+                request.phase = "queued"
                 request.speculated.set()
             else:
+                request.phase = "speculation"
                 spec_send.send_nowait(request)
 
     def _embedding_failed(self, request: Request, exc: Exception) -> None:
@@ -404,6 +487,7 @@ class AsyncRunner:
             async for request in recv:
                 if not request.cancelled:
                     await self._speculate(request)
+                request.phase = "queued"
                 request.speculated.set()
 
     async def _speculate(self, request: Request) -> None:
@@ -411,17 +495,26 @@ class AsyncRunner:
         job.effective_query = job.query
         request.spec_query = job.query
         request.spec_version = self.state.corpus_version
-        try:
-            await self._run_group(job, self.speculative)
-        except Exception as exc:
-            request.spec_error = exc
-            request.spec_error_stage = failed_stage(exc)
+        # abandon() cancels this scope: the worker moves on to the next
+        # request instead of waiting for a hung call of this one.
+        with anyio.CancelScope() as scope:
+            request.spec_scope = scope
+            try:
+                await self._run_group(job, self.speculative)
+            except Exception as exc:
+                request.spec_error = exc
+                request.spec_error_stage = failed_stage(exc)
+        request.spec_scope = None
 
     async def _run_group(self, job: Job, stages: Sequence[Stage]) -> None:
-        """Run consecutive stages inline or in one thread hop, as the policy says."""
+        """Run consecutive stages inline or in one thread hop, as the policy says.
+
+        A cancelled hop abandons its thread (which finishes its current call
+        on its own): only the abandoned request's job is still written to.
+        """
         if self.policy.should_offload(self.corpus_size):
             cost = await anyio.to_thread.run_sync(
-                _apply_group, job, self.state, stages, limiter=self.limiter
+                _apply_group, job, self.state, stages, limiter=self.limiter, abandon_on_cancel=True
             )
         else:
             cost = _apply_group(job, self.state, stages)
@@ -444,6 +537,7 @@ class AsyncRunner:
                     await self._prepare(item)
                     if item.cancelled:
                         continue
+                    item.phase = "commit"
                     item.committing = True
                     try:
                         item.outcome = await self._commit(item)
@@ -480,6 +574,7 @@ class AsyncRunner:
         ):
             return
         job.effective_query = effective
+        request.phase = "speculation"
         with anyio.CancelScope() as scope:
             request.prepare_scope = scope
             request.spec_version = state.corpus_version
@@ -549,11 +644,17 @@ class AsyncRunner:
             job.query_vector = None
             embedder = self.embedder
             if embedder is not None:
+                request.phase = "embedding"
                 try:
                     job.query_vector = (await embedder.embed_many([job.effective_query]))[0]
                 except Exception as exc:
                     self._embedding_failed(request, exc)
                     return
+                finally:
+                    request.phase = "speculation"
+        # Forget the stale stage timings, so where() sees the stage running now.
+        for stage in self.speculative:
+            job.timings.pop(stage.name, None)
         try:
             await self._run_group(job, self.speculative)
         except Exception as exc:

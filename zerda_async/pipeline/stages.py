@@ -228,6 +228,8 @@ class HistoryRecord(Stage):
     access = "shared"
 
     def apply(self, job: Job, state: EngineState) -> None:
+        # Sessions are evicted least recently run first (the sync facade has none).
+        state.touch_session(job.options.session_id)
         history = state.history_for(job.options.session_id)
         if job.options.record_turn and history:
             history.add_turn(query=job.query, context=job.context, analysis=job.analysis)

@@ -65,6 +65,7 @@ class EngineState:
         length_counter: LengthCounter | None = None,
         *,
         owner_name: str = "ContextEngine",
+        max_sessions: int | None = None,
     ) -> None:
         self.config = config or ContextEngineConfig()
         self.counter: LengthCounter = length_counter or char_counter
@@ -88,6 +89,13 @@ class EngineState:
             if self.config.multi_turn
             else None
         )
+        # Per-session conversations, least recently run first.  With
+        # ``max_sessions`` the least recently run ones are dropped beyond that
+        # many (session ids come from clients: without a bound they would
+        # grow without limit); None keeps them all.
+        if max_sessions is not None and max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1 or None, got {max_sessions!r}")
+        self.max_sessions = max_sessions
         self.sessions: dict[str, ConversationHistory] = {}
         # None until the first successful index(): the documented engine only
         # creates the map there, and an injected retriever used before that fails.
@@ -109,6 +117,7 @@ class EngineState:
         found = self.sessions.get(session_id)
         if found is None and self.config.multi_turn:
             found = self.sessions[session_id] = ConversationHistory(session_id=session_id)
+            self._evict_sessions()
         return found
 
     def set_history(self, history: Any, session_id: str | None = None) -> None:
@@ -116,7 +125,21 @@ class EngineState:
         if session_id is None:
             self.history = history
         else:
+            self.sessions.pop(session_id, None)
             self.sessions[session_id] = history
+            self._evict_sessions()
+
+    def touch_session(self, session_id: str | None) -> None:
+        """Mark ``session_id``'s conversation as the most recently run (commit order only)."""
+        if session_id is not None and session_id in self.sessions:
+            self.sessions[session_id] = self.sessions.pop(session_id)
+
+    def _evict_sessions(self) -> None:
+        limit = self.max_sessions
+        if limit is None:
+            return
+        while len(self.sessions) > limit:
+            del self.sessions[next(iter(self.sessions))]
 
     def cache_key(self, query: str, filters: Mapping[str, Any] | None) -> str:
         """The context-cache key of a run (requires a cache; see ``cache_corpus_version``)."""

@@ -21,13 +21,16 @@ from ..index.vector_index import COSINE_DECIMALS, VectorIndex
 from ..models import RetrievalMethod, ScoredChunk
 from ._common import chunk_text, live_items, stable_top
 
-__all__ = ["COSINE_DECIMALS", "BatchEmbedFn", "EmbedFn", "VectorRetriever"]
+__all__ = ["COSINE_DECIMALS", "BatchEmbedFn", "EmbedFn", "QueryCheck", "VectorRetriever"]
 
 EmbedFn = Callable[[Any], ArrayLike]
 """Embeds one text; the result is flattened to a 1-D float64 vector."""
 
 BatchEmbedFn = Callable[[list[Any]], ArrayLike]
 """Embeds a list of texts at once; the result must have one row per text."""
+
+QueryCheck = Callable[[Any, int], NDArray[np.float64]]
+"""Validates a query vector against the index dimension; returns it flat (float64)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,10 @@ class VectorRetriever:
         self._adapter = vector_store_adapter
         self._vector_db = vector_db
         self._index: _Index | None = None
+        # Set by the async engine (see over()): rejects NaN or wrong-dimension
+        # query vectors with a clear error.  None keeps the documented
+        # behaviour (numpy's result or error), as the sync facade needs.
+        self._query_check: QueryCheck | None = None
 
     @classmethod
     def over(
@@ -72,14 +79,18 @@ class VectorRetriever:
         vectors: VectorIndex,
         embed_fn: EmbedFn | None = None,
         batch_embed_fn: BatchEmbedFn | None = None,
+        *,
+        query_check: QueryCheck | None = None,
     ) -> VectorRetriever:
         """An in-memory retriever serving prebuilt ``vectors`` whose positions hold ``chunks``.
 
         ``embed_fn`` (or ``batch_embed_fn``) embeds queries for which
-        :meth:`retrieve` receives no ``query_vector``.
+        :meth:`retrieve` receives no ``query_vector``.  ``query_check(vector,
+        dim)``, when given, validates every query vector before the scan.
         """
         retriever = cls(config)
         retriever._index = _Index(chunks, vectors, embed_fn, batch_embed_fn)
+        retriever._query_check = query_check
         return retriever
 
     @property
@@ -180,7 +191,10 @@ class VectorRetriever:
         index = self._index
         if index is None or index.vectors.n_positions == 0:
             return []
-        if query_vector is not None:
+        if self._query_check is not None:
+            raw = query_vector if query_vector is not None else _raw_query_embedding(index, query)
+            query_vec = self._query_check(raw, index.vectors.dim)
+        elif query_vector is not None:
             query_vec = np.asarray(query_vector, dtype=np.float64).flatten()
         else:
             query_vec = _embed_query(index, query)
@@ -208,6 +222,13 @@ def _as_matrix(raw: ArrayLike, rows: int, what: str) -> NDArray[np.float64]:
     if got != rows:
         raise ValueError(f"{what}: expected {rows} vectors, got {got}")
     return matrix.reshape(rows, -1)
+
+
+def _raw_query_embedding(index: _Index, query: str) -> Any:
+    """What the query embedder returned (before any conversion), for a query check."""
+    if index.embed_fn is not None:
+        return index.embed_fn(query)
+    return _embed_query(index, query)
 
 
 def _embed_query(index: _Index, query: str) -> NDArray[np.float64]:
