@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .errors import EmbeddingError
+from .pipeline.offload import run_in_thread
 
 __all__ = ["Embedder", "check_embeddings", "check_query_vector", "is_coroutine_function"]
 
@@ -135,11 +136,9 @@ class Embedder:
             if self.batch_is_async:
                 raw = await self.batch_embed_fn(items)
             else:
-                # abandon_on_cancel: a caller giving up (or the engine closing)
-                # does not wait for a hung call; its thread ends on its own.
-                raw = await anyio.to_thread.run_sync(
-                    self.batch_embed_fn, items, limiter=self._limiter, abandon_on_cancel=True
-                )
+                # A caller giving up (or the engine closing) does not wait for
+                # a hung call; its thread ends on its own (see run_in_thread).
+                raw = await self._in_thread(self.batch_embed_fn, items)
             return _as_matrix(raw, len(items))
         rows = [await self.embed_one(text) for text in items]
         return _stack(rows)
@@ -153,13 +152,16 @@ class Embedder:
         if self.single_is_async:
             raw = await self.embed_fn(text)
         else:
-            raw = await anyio.to_thread.run_sync(
-                self.embed_fn, text, limiter=self._limiter, abandon_on_cancel=True
-            )
+            raw = await self._in_thread(self.embed_fn, text)
         vector = _numeric(raw, "the embedder").flatten()
         if not np.isfinite(vector).all():
             raise EmbeddingError("embedder returned NaN or infinity in a vector")
         return vector
+
+    async def _in_thread(self, fn: Callable[[Any], Any], arg: Any) -> Any:
+        if self._limiter is None:
+            return await anyio.to_thread.run_sync(fn, arg, abandon_on_cancel=True)
+        return await run_in_thread(fn, arg, limiter=self._limiter)
 
     async def embed_corpus(
         self,

@@ -57,6 +57,9 @@ class AsyncContextEngine:
 
     ``max_sessions`` bounds the per-``session_id`` conversations kept; beyond
     it the least recently run one is dropped (``None``: keep every session).
+    The context cache never holds more than ``config.cache.max_size``
+    entries (the documented cache can exceed it once entries expire; see
+    :class:`~zerda_async.core.cache.BoundedContextCache`).
     """
 
     def __init__(
@@ -93,6 +96,9 @@ class AsyncContextEngine:
             length_counter,
             owner_name="ContextEngine",
             max_sessions=max_sessions,
+            # Reliability: never more than cache.max_size contexts, even after
+            # entries expire (RELIABILITY.md); identical until then.
+            bounded_cache=True,
         )
         self.config = self._state.config
         self._runner = AsyncRunner(
@@ -371,6 +377,8 @@ class AsyncContextEngine:
         self._check_open()
         timeout = run_kwargs.pop("timeout", None)
         session_id = run_kwargs.pop("session_id", None)
+        # Reliability: a bad keyword raises TypeError before anything is submitted.
+        _make_job_kwargs(None, session_id, run_kwargs)
         limit = anyio.Semaphore(concurrency or len(queries) or 1)
         requests: list[Request] = []
         with anyio.fail_after(timeout):
@@ -382,10 +390,19 @@ class AsyncContextEngine:
                         request = await self._runner.submit(job)
                         requests.append(request)
                         tg.start_soon(_await_and_release, request, limit)
-            except BaseException:
+            except BaseException as exc:
                 for request in requests:
                     if not request.done.is_set():
                         self._runner.abandon(request)
+                # Only the submission loop can fail inside the group (the tasks
+                # just wait): raise its error itself, as run() would (e.g.
+                # EngineClosedError), not wrapped in an exception group.
+                if (
+                    isinstance(exc, BaseExceptionGroup)
+                    and len(exc.exceptions) == 1
+                    and isinstance(exc.exceptions[0], Exception)
+                ):
+                    raise exc.exceptions[0] from None
                 raise
         if return_exceptions:
             return [

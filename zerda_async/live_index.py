@@ -26,6 +26,7 @@ from .core.index.vector_index import Matrix
 from .core.retrieval import HybridRetriever, KeywordRetriever, MetadataRetriever, VectorRetriever
 from .embedding import Embedder, check_embeddings, check_query_vector
 from .errors import EmbeddingError, IndexStateError
+from .pipeline.offload import run_in_thread
 
 __all__ = ["EMBED_BATCH", "LiveIndex", "build_live_index", "embed_rows"]
 
@@ -148,8 +149,10 @@ async def embed_rows(
             rows = await anyio.to_thread.run_sync(unit_rows, raw, dtype, limiter=limiter)
         else:
             assert embedder.embed_fn is not None
-            rows = await anyio.to_thread.run_sync(
-                _embed_each, embedder.embed_fn, batch, dtype, limiter=limiter
+            # Reliability: abandonable, so a cancelled index() does not wait
+            # for a hung embedder call (see run_in_thread).
+            rows = await run_in_thread(
+                _embed_each, embedder.embed_fn, batch, dtype, start, limiter=limiter
             )
         if out is None:
             out = np.empty((total, rows.shape[1]), dtype=dtype)
@@ -157,9 +160,6 @@ async def embed_rows(
             raise EmbeddingError(
                 f"embedder returned vectors of different lengths: {[out.shape[1], rows.shape[1]]}"
             )
-        # Reliability: a NaN or infinite embedding fails the index (naming the
-        # text) instead of giving that chunk NaN scores in every later query.
-        check_embeddings(rows, start)
         out[start : start + rows.shape[0]] = rows
         if progress is not None:
             progress(start + rows.shape[0], total)
@@ -168,10 +168,16 @@ async def embed_rows(
     return out
 
 
-def _embed_each(embed_fn: Callable[[Any], Any], texts: list[Any], dtype: VectorDType) -> Matrix:
+def _embed_each(
+    embed_fn: Callable[[Any], Any], texts: list[Any], dtype: VectorDType, first: int = 0
+) -> Matrix:
     # Stacking reports vectors of differing lengths within a batch as the
     # documented engine does (numpy's ValueError).
     raw = np.stack([np.asarray(embed_fn(text), dtype=np.float64).flatten() for text in texts])
+    # Reliability: a NaN or infinite embedding fails the index, naming the text
+    # (``first`` is the index of texts[0]), instead of giving that chunk NaN
+    # scores in every later query.  Batch embedders are checked by Embedder.
+    check_embeddings(raw, first)
     return unit_rows(raw, dtype)
 
 

@@ -634,7 +634,7 @@ async def test_stream_error_event() -> None:
 
 
 @pytest.mark.parametrize("closing", ["aclosing", "explicit_aclose", "break_only"])
-async def test_a_consumer_that_stops_early(closing: str, anyio_backend_name: str) -> None:
+async def test_a_consumer_that_stops_early(closing: str) -> None:
     make = config_factory()
     reference = SyncReference(make)
     async with AsyncContextEngine(make()) as engine:

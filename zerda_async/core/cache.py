@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["ContextCache"]
+__all__ = ["BoundedContextCache", "ContextCache"]
 
 
 class ContextCache:
@@ -108,3 +108,42 @@ class ContextCache:
         """Drop every entry; the hit and miss counters are kept."""
         self._store.clear()
         self._order.clear()
+
+
+class BoundedContextCache(ContextCache):
+    """The documented cache, except that it never holds more than ``max_size`` entries.
+
+    Used by the async engine, which runs for days inside services.  The
+    documented cache (kept unchanged for the sync facade) grows past
+    ``max_size`` by one entry for every expired entry that is read and not
+    stored again (its key stays in the eviction order, and evicting it later
+    removes nothing), and its eviction order grows while the store is below
+    ``max_size``.  Here a new key in a full cache evicts keys in order until
+    a stored entry actually leaves, and the order is compacted (stale keys
+    dropped) once it holds more than twice ``max_size`` keys.  Until an entry
+    expires both caches behave identically (same hits, evictions and stats);
+    ``max_size=0`` still raises the documented ``IndexError`` on ``put``.
+    """
+
+    def put(self, key: str, context: str) -> None:
+        """Store ``context`` under ``key``, evicting until the store has room."""
+        if key in self._store:
+            self._store[key] = (context, self._clock())
+            return
+        while len(self._store) >= self._max:
+            oldest = self._order.popleft()
+            self._store.pop(oldest, None)
+        self._store[key] = (context, self._clock())
+        self._order.append(key)
+        if len(self._order) > 2 * self._max:
+            self._compact_order()
+
+    def _compact_order(self) -> None:
+        """Keep only the first listed position of each stored key (the eviction order)."""
+        seen: set[str] = set()
+        kept: deque[str] = deque()
+        for key in self._order:
+            if key in self._store and key not in seen:
+                seen.add(key)
+                kept.append(key)
+        self._order = kept

@@ -128,8 +128,10 @@ class ScoredChunk(msgspec.Struct):
 
     def __post_init__(self) -> None:
         # A falsy text whose page_content is None raises AttributeError here,
-        # exactly like the documented package.
-        self._content_hash = content_hash(self.text)
+        # exactly like the documented package.  Retrievers pass the hash they
+        # memoised for an indexed chunk (see retrieval._common.HashMemo).
+        if not self._content_hash:
+            self._content_hash = content_hash(self.text)
 
     @property
     def text(self) -> str:

@@ -54,6 +54,7 @@ from ..embedding import Embedder
 from ..errors import EngineClosedError
 from .job import Job
 from .observe import emit_stage_event
+from .offload import run_in_thread
 from .stages import STAGES, HistoryEnrichment, Retrieval, Stage, build_result
 from .state import EngineState
 from .sync_runner import annotate_stage_error, failed_stage
@@ -165,8 +166,8 @@ class Request:
         # cancels them so a hung dependency does not hold the pipeline.
         self.spec_scope: anyio.CancelScope | None = None
         self.embed_call: _EmbedCall | None = None
-        # Where the request is ("slot", "embedding", "speculation", "queued",
-        # "commit"); only read to say where a timed-out request was waiting.
+        # Where the request is ("slot", "embedding", "worker", "speculation",
+        # "queued", "commit"); only read to say where a timed-out request was.
         self.phase = "slot"
 
     def result(self) -> ContextResult:
@@ -179,16 +180,24 @@ class Request:
 
 
 class _EmbedCall:
-    """One embedder call shared by a micro-batch; cancelled once all its requests gave up."""
+    """One embedder call, shared by the requests of a micro-batch.
+
+    It is cancelled as soon as one of its requests is abandoned: a call that
+    has not returned by then may be hung by that request's own text, so the
+    requests still waiting are embedded again one by one (see
+    ``AsyncRunner._embed_batch``), and a request alone in its call simply
+    stops waiting.
+    """
 
     def __init__(self, requests: list[Request]) -> None:
         self.requests = requests
         self.scope = anyio.CancelScope()
+        for request in requests:
+            request.embed_call = self
 
     def abandoned(self) -> None:
-        """Called when one of the requests is abandoned."""
-        if all(request.cancelled for request in self.requests):
-            self.scope.cancel()
+        """Called by ``abandon()`` for one of the requests."""
+        self.scope.cancel()
 
 
 class _Barrier:
@@ -319,7 +328,7 @@ class AsyncRunner:
             request.phase = "embedding"
             self._embed_send.send_nowait(request)
         else:
-            request.phase = "speculation"
+            request.phase = "worker"
             self._spec_send.send_nowait(request)
         return request
 
@@ -362,6 +371,10 @@ class AsyncRunner:
             return f"admission (all {self.settings.max_in_flight} in-flight slots were taken)"
         if phase == "embedding":
             return "pipeline stage 'retrieval' (query embedding)"
+        if phase == "worker":
+            return (
+                f"the speculation queue (all {self.settings.workers} speculation workers were busy)"
+            )
         if phase == "speculation":
             done = request.job.timings
             for stage in self.speculative:
@@ -425,31 +438,33 @@ class AsyncRunner:
         embedder = self.embedder
         if live and embedder is not None:
             started = time.perf_counter()
-            # Cancelled by abandon() once every request of the batch gave up,
-            # so a hung embedder call does not outlive its callers.
+            # Cancelled by abandon() when one of these requests gives up, so a
+            # hung embedder call never outlives its callers (see _EmbedCall).
             call = _EmbedCall(live)
-            for request in live:
-                request.embed_call = call
+            error: Exception | None = None
+            embedded = False
             with call.scope:
                 try:
                     vectors = await embedder.embed_many([r.job.query for r in live])
                 except Exception as exc:
-                    if len(live) == 1:
-                        self._embedding_failed(live[0], exc)
-                    else:
-                        # One bad text must not fail the requests it was batched
-                        # with (the sync engine embeds each query on its own):
-                        # retry each request alone.
-                        for request in live:
-                            try:
-                                request.job.query_vector = (
-                                    await embedder.embed_many([request.job.query])
-                                )[0]
-                            except Exception as error:
-                                self._embedding_failed(request, error)
+                    error = exc
                 else:
                     for request, vector in zip(live, vectors, strict=True):
                         request.job.query_vector = vector
+                    embedded = True
+            if not embedded:
+                if error is not None and len(live) == 1:
+                    self._embedding_failed(live[0], error)
+                else:
+                    # The shared call failed, or was cancelled because one of
+                    # its requests gave up (its text may be what hangs the
+                    # embedder).  One bad text must not fail the requests it
+                    # was batched with (the sync engine embeds each query on
+                    # its own): embed the remaining ones alone, concurrently.
+                    async with anyio.create_task_group() as tg:
+                        for request in live:
+                            if not request.cancelled:
+                                tg.start_soon(self._embed_alone, embedder, request)
             cost = (time.perf_counter() - started) * 1000
             for request in live:
                 request.embed_call = None
@@ -461,8 +476,20 @@ class AsyncRunner:
                 request.phase = "queued"
                 request.speculated.set()
             else:
-                request.phase = "speculation"
+                request.phase = "worker"
                 spec_send.send_nowait(request)
+
+    async def _embed_alone(self, embedder: Embedder, request: Request) -> None:
+        """Embed one request's query in a call of its own (cancelled if it gives up)."""
+        if request.cancelled:
+            # Abandoned after this task was scheduled: abandon() could only
+            # cancel the batch call, so the new call must not even start.
+            return
+        with _EmbedCall([request]).scope:
+            try:
+                request.job.query_vector = (await embedder.embed_many([request.job.query]))[0]
+            except Exception as error:
+                self._embedding_failed(request, error)
 
     def _embedding_failed(self, request: Request, exc: Exception) -> None:
         """Record a failed query embedding; the speculative stages before retrieval still run.
@@ -486,6 +513,7 @@ class AsyncRunner:
         async with recv:
             async for request in recv:
                 if not request.cancelled:
+                    request.phase = "speculation"
                     await self._speculate(request)
                 request.phase = "queued"
                 request.speculated.set()
@@ -513,9 +541,7 @@ class AsyncRunner:
         on its own): only the abandoned request's job is still written to.
         """
         if self.policy.should_offload(self.corpus_size):
-            cost = await anyio.to_thread.run_sync(
-                _apply_group, job, self.state, stages, limiter=self.limiter, abandon_on_cancel=True
-            )
+            cost = await run_in_thread(_apply_group, job, self.state, stages, limiter=self.limiter)
         else:
             cost = _apply_group(job, self.state, stages)
         self.policy.observe(cost)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.adaptive import AdaptiveLearningSystem
 from ..core.budget import EqualBudgetAllocation
-from ..core.cache import ContextCache
+from ..core.cache import BoundedContextCache, ContextCache
 from ..core.composer import SmartContextComposer
 from ..core.config import ContextEngineConfig, LengthCounter
 from ..core.counters import char_counter
@@ -66,6 +66,7 @@ class EngineState:
         *,
         owner_name: str = "ContextEngine",
         max_sessions: int | None = None,
+        bounded_cache: bool = False,
     ) -> None:
         self.config = config or ContextEngineConfig()
         self.counter: LengthCounter = length_counter or char_counter
@@ -79,8 +80,11 @@ class EngineState:
         self.adaptive = AdaptiveLearningSystem(self.config)
         self.retriever = retriever
         cache_cfg = self.config.cache
+        # The async engine asks for a cache that never exceeds max_size (see
+        # BoundedContextCache); the sync facade keeps the documented one.
+        cache_type = BoundedContextCache if bounded_cache else ContextCache
         self.cache: ContextCache | None = (
-            ContextCache(max_size=cache_cfg.max_size, ttl_seconds=cache_cfg.ttl_seconds)
+            cache_type(max_size=cache_cfg.max_size, ttl_seconds=cache_cfg.ttl_seconds)
             if cache_cfg.enabled
             else None
         )

@@ -14,11 +14,46 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..index.chunks import chunk_metadata, chunk_text
+from ..models import ScoredChunk, content_hash
 
-__all__ = ["chunk_metadata", "chunk_text", "live_items", "slice_length", "stable_top"]
+__all__ = [
+    "HashMemo",
+    "chunk_metadata",
+    "chunk_text",
+    "live_items",
+    "slice_length",
+    "stable_top",
+]
 
 # Below this size a full stable sort is as cheap as partitioning.
 _FULL_SORT_MAX = 2048
+
+
+class HashMemo:
+    """Wraps indexed chunks in new :class:`ScoredChunk` s, hashing each chunk's text once.
+
+    Every retrieval wraps its hits in fresh ``ScoredChunk`` objects, and the
+    content hash those compute was a quarter of a query's time.  Indexed
+    chunks are treated as immutable (change them with the engine's
+    ``update``), so each position's hash is computed on its first hit and
+    reused.  A text that cannot be hashed raises the same ``AttributeError``
+    as constructing the ``ScoredChunk`` would.  Concurrent first hits from
+    two threads may both compute a hash; they store the same value.
+    """
+
+    __slots__ = ("_chunks", "_hashes")
+
+    def __init__(self, chunks: Sequence[Any]) -> None:
+        self._chunks = chunks
+        self._hashes: dict[int, str] = {}
+
+    def scored(self, position: int, **scores: Any) -> ScoredChunk:
+        """A new ``ScoredChunk`` for the chunk at ``position`` with ``scores`` set."""
+        digest = self._hashes.get(position)
+        chunk = self._chunks[position]
+        if digest is None:
+            digest = self._hashes[position] = content_hash(chunk_text(chunk))
+        return ScoredChunk(chunk=chunk, _content_hash=digest, **scores)
 
 
 def live_items(items: Sequence[Any], live: NDArray[np.bool_] | None) -> list[Any]:

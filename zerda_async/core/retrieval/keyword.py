@@ -15,7 +15,7 @@ from typing import Any
 from ..config import ContextEngineConfig, RetrieverConfig
 from ..index.keyword_index import BM25_B, BM25_K1, KeywordIndex
 from ..models import RetrievalMethod, ScoredChunk
-from ._common import chunk_text, live_items, stable_top
+from ._common import HashMemo, chunk_text, live_items, stable_top
 from .tokenize import tokenize
 
 __all__ = ["BM25_B", "BM25_K1", "KeywordRetriever"]
@@ -27,6 +27,7 @@ class _View:
 
     chunks: Sequence[Any]
     index: KeywordIndex
+    hashes: HashMemo
 
 
 class KeywordRetriever:
@@ -39,7 +40,7 @@ class KeywordRetriever:
 
     def __init__(self, config: ContextEngineConfig, chunks: Iterable[Any] | None = None) -> None:
         self.cfg: RetrieverConfig = config.retriever
-        self._view = _View((), KeywordIndex.build([]))
+        self._view = _View((), KeywordIndex.build([]), HashMemo(()))
         if chunks:
             self.index_chunks(chunks)
 
@@ -49,7 +50,7 @@ class KeywordRetriever:
     ) -> KeywordRetriever:
         """A retriever serving a prebuilt ``index`` whose positions hold ``chunks``."""
         retriever = cls(config)
-        retriever._view = _View(chunks, index)
+        retriever._view = _View(chunks, index, HashMemo(chunks))
         return retriever
 
     @property
@@ -64,7 +65,9 @@ class KeywordRetriever:
         consulted) raises :class:`AttributeError` and leaves the old index in place.
         """
         items = tuple(chunks)
-        self._view = _View(items, KeywordIndex.build([chunk_text(c) for c in items]))
+        self._view = _View(
+            items, KeywordIndex.build([chunk_text(c) for c in items]), HashMemo(items)
+        )
 
     def retrieve(self, query: str, top_k: int) -> list[ScoredChunk]:
         """Best BM25 matches for ``query``, at most ``top_k`` (Python slice semantics).
@@ -85,8 +88,8 @@ class KeywordRetriever:
         values = hit_scores[order]
         normalised = (values / values[0]).tolist()
         return [
-            ScoredChunk(
-                chunk=view.chunks[doc],
+            view.hashes.scored(
+                doc,
                 keyword_score=score,
                 retrieval_method=RetrievalMethod.KEYWORD,
                 retrieval_rank=rank,

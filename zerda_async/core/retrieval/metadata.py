@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from ..config import ContextEngineConfig, RetrieverConfig
 from ..index.metadata_index import MetadataIndex
 from ..models import RetrievalMethod, ScoredChunk
-from ._common import chunk_metadata, live_items, stable_top
+from ._common import HashMemo, chunk_metadata, live_items, stable_top
 
 __all__ = ["MetadataRetriever"]
 
@@ -29,6 +29,7 @@ class _View:
 
     chunks: Sequence[Any]
     index: MetadataIndex
+    hashes: HashMemo
 
 
 class MetadataRetriever:
@@ -39,7 +40,7 @@ class MetadataRetriever:
 
     def __init__(self, config: ContextEngineConfig, chunks: Iterable[Any] | None = None) -> None:
         self.cfg: RetrieverConfig = config.retriever
-        self._view = _View((), MetadataIndex.build([]))
+        self._view = _View((), MetadataIndex.build([]), HashMemo(()))
         if chunks:
             self.index_chunks(chunks)
 
@@ -49,7 +50,7 @@ class MetadataRetriever:
     ) -> MetadataRetriever:
         """A retriever serving a prebuilt ``index`` whose positions hold ``chunks``."""
         retriever = cls(config)
-        retriever._view = _View(chunks, index)
+        retriever._view = _View(chunks, index, HashMemo(chunks))
         return retriever
 
     @property
@@ -60,7 +61,9 @@ class MetadataRetriever:
     def index_chunks(self, chunks: Iterable[Any]) -> None:
         """Store ``chunks`` and snapshot their metadata, replacing any previous index."""
         items = tuple(chunks)
-        self._view = _View(items, MetadataIndex.build(chunk_metadata(c) for c in items))
+        self._view = _View(
+            items, MetadataIndex.build(chunk_metadata(c) for c in items), HashMemo(items)
+        )
 
     def retrieve(self, filters: Mapping[str, Any] | None, top_k: int) -> list[ScoredChunk]:
         """Chunks matching at least one filter pair, best first, at most ``top_k``.
@@ -77,8 +80,8 @@ class MetadataRetriever:
         picked = hits[order].tolist()
         values = scores[order].tolist()
         return [
-            ScoredChunk(
-                chunk=view.chunks[doc],
+            view.hashes.scored(
+                doc,
                 metadata_score=score,
                 retrieval_method=RetrievalMethod.METADATA,
                 retrieval_rank=rank,

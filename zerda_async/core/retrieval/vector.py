@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..config import ContextEngineConfig, RetrieverConfig
 from ..index.vector_index import COSINE_DECIMALS, VectorIndex
 from ..models import RetrievalMethod, ScoredChunk
-from ._common import chunk_text, live_items, stable_top
+from ._common import HashMemo, chunk_text, live_items, stable_top
 
 __all__ = ["COSINE_DECIMALS", "BatchEmbedFn", "EmbedFn", "QueryCheck", "VectorRetriever"]
 
@@ -41,6 +41,7 @@ class _Index:
     vectors: VectorIndex
     embed_fn: EmbedFn | None
     batch_embed_fn: BatchEmbedFn | None
+    hashes: HashMemo
 
 
 class VectorRetriever:
@@ -89,7 +90,7 @@ class VectorRetriever:
         dim)``, when given, validates every query vector before the scan.
         """
         retriever = cls(config)
-        retriever._index = _Index(chunks, vectors, embed_fn, batch_embed_fn)
+        retriever._index = _Index(chunks, vectors, embed_fn, batch_embed_fn, HashMemo(chunks))
         retriever._query_check = query_check
         return retriever
 
@@ -152,11 +153,13 @@ class VectorRetriever:
         embed_fn: EmbedFn | None,
         batch_embed_fn: BatchEmbedFn | None,
     ) -> None:
+        chunks = tuple(items)
         self._index = _Index(
-            chunks=tuple(items),
+            chunks=chunks,
             vectors=VectorIndex.from_matrix(matrix),
             embed_fn=embed_fn,
             batch_embed_fn=batch_embed_fn,
+            hashes=HashMemo(chunks),
         )
 
     def retrieve(
@@ -206,8 +209,8 @@ class VectorRetriever:
         picked = chosen[keep].tolist()
         values = scores[keep].tolist()
         return [
-            ScoredChunk(
-                chunk=index.chunks[doc],
+            index.hashes.scored(
+                doc,
                 vector_score=score,
                 retrieval_method=RetrievalMethod.VECTOR,
                 retrieval_rank=rank,
