@@ -145,7 +145,8 @@ async def test_concurrent_queries_share_embedder_calls() -> None:
 
 
 async def test_micro_batches_respect_the_size_cap() -> None:
-    embedder = AsyncEmbedder()
+    # A call in flight is what makes later requests gather into a batch.
+    embedder = AsyncEmbedder(delay=0.01)
     queries = [f"question {i} about retrieval" for i in range(20)]
     async with AsyncContextEngine(embed_batch_size=6, embed_batch_window=0.05) as engine:
         await engine.index(CORPUS, batch_embed_fn=embedder.many)
@@ -155,6 +156,16 @@ async def test_micro_batches_respect_the_size_cap() -> None:
     assert sum(query_batches) == 20
     assert max(query_batches) <= 6
     assert len(query_batches) <= 6
+
+
+async def test_an_idle_embedder_serves_a_lone_request_without_the_batch_window() -> None:
+    embedder = AsyncEmbedder()
+    async with AsyncContextEngine(embed_batch_window=30.0) as engine:
+        await engine.index(CORPUS, batch_embed_fn=embedder.many)
+        index_calls = len(embedder.batches)
+        with anyio.fail_after(5):  # would take the whole 30 s window if it waited
+            await engine.run("a lone question about retrieval")
+        assert embedder.batches[index_calls:] == [1]
 
 
 async def test_identical_concurrent_misses_embed_once() -> None:
