@@ -9,7 +9,7 @@ through :class:`IndexLifecycle`:
   before the change is ordered among requests;
 * the new snapshot is installed through a runner barrier, so it takes effect
   after every request submitted earlier and before every later one; the
-  install bumps ``corpus_version`` (speculative work is redone) and the
+  install bumps ``EngineState.epoch`` (speculative work is redone) and the
   corpus version in the async engine's cache keys (no context built from the
   old corpus is served);
 * a change cancelled or failing before its barrier changes nothing.
@@ -78,7 +78,7 @@ class IndexLifecycle:
                 # The documented engine replaces the map before embedding can fail.
                 def replace_map() -> None:
                     state.source_quality_map = source_quality_map or {}
-                    state.corpus_version += 1  # invalidates speculation (see install)
+                    state.epoch += 1  # invalidates speculation (see install)
 
                 await runner.barrier(replace_map)
                 raise
@@ -94,7 +94,7 @@ class IndexLifecycle:
                 # The source-quality stage is speculative: a request submitted
                 # after this index() may already have speculated with the
                 # previous map, so every install invalidates speculation.
-                state.corpus_version += 1
+                state.epoch += 1
                 if retriever is not None:
                     self._install(live, retriever)
 
@@ -142,7 +142,7 @@ class IndexLifecycle:
             self.live = updated
 
             def install() -> None:
-                state.corpus_version += 1
+                state.epoch += 1
                 self._install(updated, retriever)
 
             await self._runner.barrier(install)
@@ -211,6 +211,6 @@ class IndexLifecycle:
         live = LiveIndex(corpus=corpus, embedder=embedder, adapter=None, dtype=self.dtype)
         state = self._state
         state.source_quality_map = dict(saved.source_quality_map)
-        state.corpus_version += 1
+        state.epoch += 1
         self.live = live
         self._install(live, live.retriever(state.config))

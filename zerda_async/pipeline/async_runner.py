@@ -501,7 +501,7 @@ class AsyncRunner:
         for request in batch:
             if request.spec_error is not None or request.cancelled:
                 request.spec_query = request.job.query
-                request.spec_version = self.state.corpus_version
+                request.spec_version = self.state.epoch
                 request.phase = "queued"
                 request.speculated.set()
             else:
@@ -551,7 +551,7 @@ class AsyncRunner:
         job = request.job
         job.effective_query = job.query
         request.spec_query = job.query
-        request.spec_version = self.state.corpus_version
+        request.spec_version = self.state.epoch
         # abandon() cancels this scope: the worker moves on to the next
         # request instead of waiting for a hung call of this one.
         with anyio.CancelScope() as scope:
@@ -625,14 +625,14 @@ class AsyncRunner:
         state = self.state
         effective = self._peek_effective_query(job)
         if effective is _UNKNOWN or (
-            effective == request.spec_query and request.spec_version == state.corpus_version
+            effective == request.spec_query and request.spec_version == state.epoch
         ):
             return
         job.effective_query = effective
         request.phase = "speculation"
         with anyio.CancelScope() as scope:
             request.prepare_scope = scope
-            request.spec_version = state.corpus_version
+            request.spec_version = state.epoch
             await self._redo_speculation(request)
         request.prepare_scope = None
 
@@ -661,7 +661,7 @@ class AsyncRunner:
                     reuse = (
                         not request.skip_speculation
                         and job.effective_query == request.spec_query
-                        and request.spec_version == state.corpus_version
+                        and request.spec_version == state.epoch
                     )
                     if not reuse:
                         await self._redo_speculation(request)

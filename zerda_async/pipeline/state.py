@@ -105,7 +105,10 @@ class EngineState:
         # creates the map there, and an injected retriever used before that fails.
         self.source_quality_map: Mapping[str, Any] | None = None
         self.owner_name = owner_name
-        self.corpus_version = 0
+        # Bumped by every change of index-time state (retriever, source-quality
+        # map, corpus); the async runner redoes speculative work begun under an
+        # older epoch.
+        self.epoch = 0
         # None keeps the documented cache key (the sync facade).  The async
         # engine sets the version of its corpus here (bumped by add, update and
         # remove), and it becomes part of every cache key, so a context built
@@ -196,5 +199,5 @@ class EngineState:
                 keyword_retriever=kw_ret,
                 metadata_retriever=meta_ret,
             )
-            self.corpus_version += 1
+            self.epoch += 1
         return True
