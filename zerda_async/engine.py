@@ -29,9 +29,10 @@ from .errors import EngineClosedError
 from .event_stream import EventStream, add_timeout_note
 from .index_lifecycle import IndexLifecycle
 from .persistence import load_index
-from .pipeline.async_runner import AsyncRunner, Request, RunnerSettings
+from .pipeline.async_runner import AsyncRunner
 from .pipeline.job import Job, RunOptions
 from .pipeline.operations import join_multi_query, plan_multi_query
+from .pipeline.requests import Request, RunnerSettings
 from .pipeline.state import EngineState
 
 __all__ = ["AsyncContextEngine"]

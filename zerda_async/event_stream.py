@@ -36,8 +36,9 @@ from .events import (
     SourceRef,
     StageEvent,
 )
-from .pipeline.async_runner import FINISHED, AsyncRunner, Request
+from .pipeline.async_runner import AsyncRunner
 from .pipeline.job import Job
+from .pipeline.requests import FINISHED, Request
 from .pipeline.sync_runner import failed_stage
 
 __all__ = ["EVENT_BUFFER", "EventStream", "add_timeout_note"]

@@ -22,7 +22,7 @@ from golden.replay import analysis_fields, first_difference, hashed_embedding, n
 import sync_api
 from zerda_async import AsyncContextEngine, ContextEngineConfig, ConversationHistory, SourceQuality
 from zerda_async.core.retrieval import HybridRetriever, KeywordRetriever
-from zerda_async.pipeline.async_runner import Request
+from zerda_async.pipeline.requests import Request
 from zerda_async.pipeline.sync_runner import failed_stage
 
 __all__ = [

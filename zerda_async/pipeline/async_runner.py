@@ -54,165 +54,16 @@ from ..embedding import Embedder
 from ..errors import EngineClosedError
 from .job import Job
 from .observe import emit_stage_event
-from .offload import run_in_thread
+from .offload import OffloadPolicy, apply_group, run_in_thread
+from .requests import FINISHED, Barrier, EmbedCall, EventSink, Request, RunnerSettings
 from .stages import STAGES, HistoryEnrichment, Retrieval, Stage, build_result
 from .state import EngineState
 from .sync_runner import annotate_stage_error, failed_stage
 
-__all__ = ["FINISHED", "AsyncRunner", "EventSink", "OffloadPolicy", "Request", "RunnerSettings"]
+__all__ = ["AsyncRunner"]
 
 _RETRIEVAL = Retrieval()
 _UNKNOWN: Any = object()
-
-EventSink = Callable[["Request", str, float], None]
-"""Called with (request, stage name, duration ms) as a request's stages complete."""
-
-FINISHED = "finished"
-"""The stage name an event sink receives last, once the request has its outcome."""
-
-
-class RunnerSettings:
-    """Tunables of the async runner (all have measured, sensible defaults)."""
-
-    def __init__(
-        self,
-        *,
-        max_in_flight: int = 64,
-        workers: int = 2,
-        thread_limit: int = 2,
-        embed_batch_window: float = 0.002,
-        embed_batch_size: int = 64,
-        offload_threshold_ms: float = 2.0,
-        offload_min_corpus: int = 20_000,
-    ) -> None:
-        if max_in_flight < 1:
-            raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight!r}")
-        if workers < 1 or thread_limit < 1:
-            raise ValueError("workers and thread_limit must be at least 1")
-        if embed_batch_window < 0 or embed_batch_size < 1:
-            raise ValueError("embed_batch_window must be >= 0 and embed_batch_size >= 1")
-        self.max_in_flight = max_in_flight
-        self.workers = workers
-        self.thread_limit = thread_limit
-        self.embed_batch_window = embed_batch_window
-        self.embed_batch_size = embed_batch_size
-        self.offload_threshold_ms = offload_threshold_ms
-        self.offload_min_corpus = offload_min_corpus
-
-
-class OffloadPolicy:
-    """Decides whether a stage group runs in a worker thread, from measured cost.
-
-    A thread hop costs roughly 0.15-0.25 ms here, and the stages are mostly
-    Python holding the GIL, so a worker thread buys loop responsiveness, not
-    parallelism: measured on 2 cores, 256 concurrent requests over 10,000
-    chunks (about 0.6 ms of work each) ran at ~1,250 requests/s inline and
-    ~800/s offloaded.  Work up to ``threshold_ms`` (2 ms: 25 times below the
-    50 ms lateness budget of the event loop, and each request yields to the
-    loop between groups) therefore runs inline.  Before any measurement the
-    corpus size decides.  Costs are the group's CPU time in its thread, as an
-    exponential moving average.
-    """
-
-    def __init__(self, threshold_ms: float, min_corpus: int) -> None:
-        self.threshold_ms = threshold_ms
-        self.min_corpus = min_corpus
-        self.average_ms: float | None = None
-        # True when the group calls caller code that may block on I/O (a plain
-        # query embedder, a vector-store adapter, an injected retriever): it
-        # then always runs in a worker thread, so a slow or hung call never
-        # stalls the event loop, whatever it cost so far.
-        self.external_calls = False
-        # Pins the placement when not None (True: threads, False: inline);
-        # tests use it to exercise both placements.
-        self.forced: bool | None = None
-
-    def should_offload(self, corpus_size: int) -> bool:
-        """True when the next run of the group should go to a worker thread."""
-        if self.forced is not None:
-            return self.forced
-        if self.external_calls:
-            return True
-        if self.average_ms is None:
-            return corpus_size >= self.min_corpus
-        return self.average_ms > self.threshold_ms
-
-    def observe(self, cost_ms: float) -> None:
-        """Record the measured cost of one run of the group (without the hop)."""
-        if self.average_ms is None:
-            self.average_ms = cost_ms
-        else:
-            self.average_ms = 0.8 * self.average_ms + 0.2 * cost_ms
-
-
-class Request:
-    """A job inside the async runner, with its synchronisation and outcome."""
-
-    def __init__(self, job: Job, sink: EventSink | None) -> None:
-        self.job = job
-        self.sink = sink
-        self.done = anyio.Event()
-        self.speculated = anyio.Event()
-        self.outcome: ContextResult | BaseException | None = None
-        self.cancelled = False
-        self.committing = False
-        self.skip_speculation = False
-        self.spec_query: Any = None
-        self.spec_version = -1
-        self.spec_error: BaseException | None = None
-        self.spec_error_stage: str | None = None
-        # Set while the commit task re-runs this request's speculation ahead
-        # of its commit (see AsyncRunner._prepare); abandon() cancels it.
-        self.prepare_scope: anyio.CancelScope | None = None
-        # The query's documented cache key while it leads a single flight (the
-        # cache key proper may also carry the corpus version, see EngineState).
-        self.flight_key: str | None = None
-        # Set while a speculation worker runs this request's speculative
-        # stages, and while its query embedding call is awaited: abandon()
-        # cancels them so a hung dependency does not hold the pipeline.
-        self.spec_scope: anyio.CancelScope | None = None
-        self.embed_call: _EmbedCall | None = None
-        # Where the request is ("slot", "embedding", "worker", "speculation",
-        # "queued", "commit"); only read to say where a timed-out request was.
-        self.phase = "slot"
-
-    def result(self) -> ContextResult:
-        """The result, or the exception the request failed with."""
-        if isinstance(self.outcome, BaseException):
-            raise self.outcome
-        if self.outcome is None:
-            raise EngineClosedError("the request ended without a result (engine closed)")
-        return self.outcome
-
-
-class _EmbedCall:
-    """One embedder call, shared by the requests of a micro-batch.
-
-    It is cancelled as soon as one of its requests is abandoned: a call that
-    has not returned by then may be hung by that request's own text, so the
-    requests still waiting are embedded again one by one (see
-    ``AsyncRunner._embed_batch``), and a request alone in its call simply
-    stops waiting.
-    """
-
-    def __init__(self, requests: list[Request]) -> None:
-        self.requests = requests
-        self.scope = anyio.CancelScope()
-        for request in requests:
-            request.embed_call = self
-
-    def abandoned(self) -> None:
-        """Called by ``abandon()`` for one of the requests."""
-        self.scope.cancel()
-
-
-class _Barrier:
-    """An engine-state change ordered among requests (index, clear_cache)."""
-
-    def __init__(self, apply: Callable[[], None]) -> None:
-        self.apply = apply
-        self.done = anyio.Event()
-        self.error: BaseException | None = None
 
 
 class AsyncRunner:
@@ -246,7 +97,7 @@ class AsyncRunner:
         self._running = False
         self._closing = False
         self._tg: anyio.abc.TaskGroup | None = None
-        self._commit_send: MemoryObjectSendStream[Request | _Barrier] | None = None
+        self._commit_send: MemoryObjectSendStream[Request | Barrier] | None = None
         self._spec_send: MemoryObjectSendStream[Request] | None = None
         self._embed_send: MemoryObjectSendStream[Request] | None = None
 
@@ -266,7 +117,7 @@ class AsyncRunner:
         # request releases its slot (see abandon) while it may still sit in
         # the speculation or embedding buffer, so a bounded buffer could
         # reject a later send_nowait.
-        commit_send, commit_recv = anyio.create_memory_object_stream[Request | _Barrier](math.inf)
+        commit_send, commit_recv = anyio.create_memory_object_stream[Request | Barrier](math.inf)
         spec_send, spec_recv = anyio.create_memory_object_stream[Request](math.inf)
         embed_send, embed_recv = anyio.create_memory_object_stream[Request](math.inf)
         self._commit_send, self._spec_send, self._embed_send = commit_send, spec_send, embed_send
@@ -344,7 +195,7 @@ class AsyncRunner:
         if not self.running:
             raise EngineClosedError("the engine is not running (use 'async with' and not closed)")
         assert self._commit_send is not None
-        barrier = _Barrier(apply)
+        barrier = Barrier(apply)
         self._commit_send.send_nowait(barrier)
         await barrier.done.wait()
         if barrier.error is not None:
@@ -468,8 +319,8 @@ class AsyncRunner:
         if live and embedder is not None:
             started = time.perf_counter()
             # Cancelled by abandon() when one of these requests gives up, so a
-            # hung embedder call never outlives its callers (see _EmbedCall).
-            call = _EmbedCall(live)
+            # hung embedder call never outlives its callers (see EmbedCall).
+            call = EmbedCall(live)
             error: Exception | None = None
             embedded = False
             with call.scope:
@@ -514,7 +365,7 @@ class AsyncRunner:
             # Abandoned after this task was scheduled: abandon() could only
             # cancel the batch call, so the new call must not even start.
             return
-        with _EmbedCall([request]).scope:
+        with EmbedCall([request]).scope:
             try:
                 request.job.query_vector = (await embedder.embed_many([request.job.query]))[0]
             except Exception as error:
@@ -534,7 +385,7 @@ class AsyncRunner:
         request.spec_error, request.spec_error_stage = exc, _RETRIEVAL.name
         before = tuple(itertools.takewhile(lambda s: s.name != _RETRIEVAL.name, self.speculative))
         try:
-            _apply_group(job, self.state, before)
+            apply_group(job, self.state, before)
         except Exception as error:
             request.spec_error, request.spec_error_stage = error, failed_stage(error)
 
@@ -570,15 +421,15 @@ class AsyncRunner:
         on its own): only the abandoned request's job is still written to.
         """
         if self.policy.should_offload(self.corpus_size):
-            cost = await run_in_thread(_apply_group, job, self.state, stages, limiter=self.limiter)
+            cost = await run_in_thread(apply_group, job, self.state, stages, limiter=self.limiter)
         else:
-            cost = _apply_group(job, self.state, stages)
+            cost = apply_group(job, self.state, stages)
         self.policy.observe(cost)
 
-    async def _commit_stage(self, recv: MemoryObjectReceiveStream[Request | _Barrier]) -> None:
+    async def _commit_stage(self, recv: MemoryObjectReceiveStream[Request | Barrier]) -> None:
         async with recv:
             async for item in recv:
-                if isinstance(item, _Barrier):
+                if isinstance(item, Barrier):
                     try:
                         item.apply()
                     except Exception as exc:
@@ -722,22 +573,3 @@ class AsyncRunner:
         emit_stage_event(request.job, stage, duration_ms)
         if request.sink is not None:
             request.sink(request, stage, duration_ms)
-
-
-def _apply_group(job: Job, state: EngineState, stages: Sequence[Stage]) -> float:
-    """Apply ``stages`` to ``job`` in order; returns the CPU milliseconds they used.
-
-    The offload policy needs the work itself: CPU time of this thread leaves
-    out time spent waiting for the GIL, which in a busy worker thread would
-    otherwise make cheap work look expensive and keep it off the loop.
-    """
-    group_start = time.thread_time()
-    for stage in stages:
-        started = time.perf_counter()
-        try:
-            stage.apply(job, state)
-        except Exception as exc:
-            annotate_stage_error(exc, stage)
-            raise
-        job.timings[stage.name] = (time.perf_counter() - started) * 1000
-    return (time.thread_time() - group_start) * 1000
