@@ -10,19 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from blockbuster import BlockBuster, blockbuster_ctx
+from blockbuster import BlockBuster
 
 
 @pytest.fixture(autouse=True)
-def no_blocking_on_the_loop(request: pytest.FixtureRequest) -> Iterator[BlockBuster | None]:
-    """Activate blockbuster for the asyncio run of each anyio test."""
-    if "anyio_backend" not in request.fixturenames:
-        yield None
-        return
-    backend = request.getfixturevalue("anyio_backend")
-    name = backend[0] if isinstance(backend, tuple) else backend
-    if name != "asyncio":
-        yield None
-        return
-    with blockbuster_ctx() as buster:
-        yield buster
+def _guard_the_loop(no_blocking_on_the_loop: BlockBuster | None) -> Iterator[None]:
+    """Every asyncio test of this directory fails if it blocks the event loop."""
+    yield
