@@ -216,12 +216,16 @@ class EventStream:
 def _events_for(request: Request, stage: str, duration_ms: float) -> list[StageEvent]:
     job = request.job
     rid = job.request_id
-    if stage == "analysis" and job.analysis is not None:
+    # The analysis event goes out once the budget stage has written the
+    # budget actually used into the analysis (a cache hit has no budget stage:
+    # its analysis, with the analyzer's budget, is final at once).
+    from_cache = job.result is not None
+    if (stage == "budget" or (stage == "analysis" and from_cache)) and job.analysis is not None:
         a = job.analysis
         return [
             AnalysisEvent(
                 request_id=rid,
-                duration_ms=duration_ms,
+                duration_ms=job.timings.get("analysis", duration_ms),
                 intent=a.intent.value,
                 complexity=a.complexity.value,
                 language=a.language,

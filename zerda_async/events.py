@@ -36,7 +36,11 @@ class _Event(msgspec.Struct, tag_field="event", kw_only=True):
 
 
 class AnalysisEvent(_Event, tag="analysis"):
-    """The query analysis (of the enriched query when history applied)."""
+    """The query analysis (of the enriched query when history applied).
+
+    ``budget`` is the context budget the request uses (after the adaptive
+    adjustment or ``override_budget``).
+    """
 
     intent: str
     complexity: str

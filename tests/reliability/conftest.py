@@ -1,13 +1,17 @@
-"""Reliability tests fail any asyncio test that blocks the event loop (blockbuster).
+"""Fixtures of the reliability tests: fail any asyncio test that blocks the event loop.
 
-The fixture is the async-engine tests' one (see ``tests/engine/conftest.py``):
-a sync embedder, vector store or tokenizer that ran on the loop instead of in
-a worker thread would raise ``BlockingError`` and fail its test.  The
-hypothesis profile is set in ``tests/conftest.py``.
+The guard is the shared ``no_blocking_on_the_loop`` fixture of ``tests/conftest.py``.
 """
 
 from __future__ import annotations
 
-from engine.conftest import no_blocking_on_the_loop
+from collections.abc import Iterator
 
-__all__ = ["no_blocking_on_the_loop"]
+import pytest
+from blockbuster import BlockBuster
+
+
+@pytest.fixture(autouse=True)
+def _guard_the_loop(no_blocking_on_the_loop: BlockBuster | None) -> Iterator[None]:
+    """Every asyncio test of this directory fails if it blocks the event loop."""
+    yield
