@@ -11,12 +11,13 @@ Topology (one task group, started by the engine)::
   commit stream, which fixes its place in the serial order, and the
   speculation path.
 * **embed** (only with a coroutine or batch embedder) micro-batches the query
-  embeddings of concurrent requests: it waits a short window for more
-  requests, up to a size cap, then makes one embedder call.
+  embeddings of concurrent requests: while an embedder call is in flight it
+  waits a short window for more requests, up to a size cap, then makes one
+  call; an idle embedder gets a lone request at once.
 * **speculate** workers run the *speculative* stages (analysis, retrieval,
   source quality, filter, rank) for the raw query, ahead of and concurrently
-  with earlier requests — in a worker thread under a capacity limiter when the
-  measured cost outweighs the thread hop.
+  with earlier requests — in a worker thread under a capacity limiter when
+  their measured CPU cost outweighs the thread hop (see ``offload``).
 * **commit** is one task that walks the whole stage list for each request in
   submission order, keeping the speculative output when the history stage
   left the query unchanged and the corpus did not change meanwhile (otherwise
