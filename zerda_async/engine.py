@@ -135,17 +135,26 @@ class AsyncContextEngine:
         if exc_info[0] is not None:
             self._runner.cancel()
         await self.aclose()
-        return None
-
-    async def aclose(self) -> None:
-        """Finish in-flight requests, stop the stage tasks; later calls raise."""
-        if self._closed:
-            return
-        self._closed = True
-        await self._runner.close()
+        # The task group is left here, by the task that entered it (anyio
+        # requires that); aclose() itself may run in any task.
         tg, self._tg = self._tg, None
         if tg is not None:
             await tg.__aexit__(None, None, None)
+        return None
+
+    async def aclose(self) -> None:
+        """Finish in-flight requests and stop the stage tasks; later calls raise.
+
+        May be awaited from any task (a shutdown handler, say); the
+        ``async with`` block still owns the engine and leaves it on exit.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._tg is None:
+            return
+        await self._runner.close()
+        await self._runner.stopped.wait()
 
     def _check_open(self) -> None:
         if self._closed or self._tg is None or not self._runner.running:

@@ -98,6 +98,8 @@ class AsyncRunner:
         self._running = False
         self._closing = False
         self._tg: anyio.abc.TaskGroup | None = None
+        # Set when serve() has returned: every stage task has exited.
+        self.stopped = anyio.Event()
         self._commit_send: MemoryObjectSendStream[Request | Barrier] | None = None
         self._spec_send: MemoryObjectSendStream[Request] | None = None
         self._embed_send: MemoryObjectSendStream[Request] | None = None
@@ -138,6 +140,7 @@ class AsyncRunner:
             self._fail_pending(EngineClosedError("the engine was closed"))
             for stream in (commit_send, spec_send, embed_send):
                 stream.close()
+            self.stopped.set()
 
     async def close(self) -> None:
         """Stop accepting requests; in-flight requests finish, then the tasks exit."""

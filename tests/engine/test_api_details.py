@@ -1,4 +1,4 @@
-"""The analysis event reports the budget the request actually uses."""
+"""Stream events report the budget used; aclose() from another task."""
 
 from __future__ import annotations
 
@@ -26,3 +26,17 @@ async def test_analysis_event_of_override_budget() -> None:
         events = [e async for e in engine.stream("a question", override_budget=1234)]
     analysis = next(e for e in events if isinstance(e, AnalysisEvent))
     assert analysis.budget == 1234
+
+
+async def test_aclose_may_be_awaited_from_another_task() -> None:
+    import anyio
+
+    from zerda_async import EngineClosedError
+
+    async with AsyncContextEngine() as engine:
+        result = await engine.run("before closing")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(engine.aclose)
+        with pytest.raises(EngineClosedError):
+            await engine.run("after closing")
+    assert result.context
