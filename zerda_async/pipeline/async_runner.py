@@ -59,7 +59,7 @@ from .offload import OffloadPolicy, apply_group, run_in_thread
 from .requests import FINISHED, Barrier, EmbedCall, EventSink, Request, RunnerSettings
 from .stages import STAGES, HistoryEnrichment, Retrieval, Stage, build_result
 from .state import EngineState
-from .sync_runner import annotate_stage_error, failed_stage
+from .sync_runner import annotate_stage_error, apply_stage, failed_stage
 
 __all__ = ["AsyncRunner"]
 
@@ -529,15 +529,7 @@ class AsyncRunner:
                     raise request.spec_error
                 self._emit(request, stage.name, job.timings.get(stage.name, 0.0))
                 continue
-            started = time.perf_counter()
-            try:
-                stage.apply(job, state)
-            except Exception as exc:
-                annotate_stage_error(exc, stage)
-                raise
-            duration = (time.perf_counter() - started) * 1000
-            job.timings[stage.name] = duration
-            self._emit(request, stage.name, duration)
+            self._emit(request, stage.name, apply_stage(stage, job, state))
         if job.result is not None and job.result.metadata.get("from_cache"):
             self._emit(request, "analysis", job.timings.get("cache_lookup", 0.0))
         return build_result(job)

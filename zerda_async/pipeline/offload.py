@@ -29,7 +29,7 @@ import anyio.to_thread
 from .job import Job
 from .stages import Stage
 from .state import EngineState
-from .sync_runner import annotate_stage_error
+from .sync_runner import apply_stage
 
 __all__ = ["OffloadPolicy", "apply_group", "run_in_thread"]
 
@@ -103,11 +103,5 @@ def apply_group(job: Job, state: EngineState, stages: Sequence[Stage]) -> float:
     """
     group_start = time.thread_time()
     for stage in stages:
-        started = time.perf_counter()
-        try:
-            stage.apply(job, state)
-        except Exception as exc:
-            annotate_stage_error(exc, stage)
-            raise
-        job.timings[stage.name] = (time.perf_counter() - started) * 1000
+        apply_stage(stage, job, state)
     return (time.thread_time() - group_start) * 1000

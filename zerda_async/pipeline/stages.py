@@ -21,6 +21,7 @@ same result for the same request.
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from typing import Literal
 
 from ..core.models import ContextResult
@@ -49,16 +50,16 @@ __all__ = [
 Access = Literal["pure", "shared"]
 
 
-class Stage:
+class Stage(ABC):
     """One step of the pipeline; subclasses implement :meth:`apply`."""
 
     name: str = "stage"
     access: Access = "pure"
     speculative: bool = False
 
+    @abstractmethod
     def apply(self, job: Job, state: EngineState) -> None:
         """Advance ``job`` by this step."""
-        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"<stage {self.name} ({self.access})>"

@@ -11,7 +11,7 @@ from .observe import emit_stage_event
 from .stages import STAGES, Stage, build_result
 from .state import EngineState
 
-__all__ = ["annotate_stage_error", "failed_stage", "run_job"]
+__all__ = ["annotate_stage_error", "apply_stage", "failed_stage", "run_job"]
 
 _NOTE_PREFIX = "zerda-async: raised in pipeline stage "
 
@@ -30,6 +30,23 @@ def failed_stage(exc: BaseException) -> str | None:
     return None
 
 
+def apply_stage(stage: Stage, job: Job, state: EngineState) -> float:
+    """Apply one stage, record its duration in ``job.timings`` and return it (ms).
+
+    An exception propagates unchanged, with a note naming the stage.  Every
+    runner applies stages through here.
+    """
+    started = perf_counter()
+    try:
+        stage.apply(job, state)
+    except Exception as exc:
+        annotate_stage_error(exc, stage)
+        raise
+    duration = (perf_counter() - started) * 1000
+    job.timings[stage.name] = duration
+    return duration
+
+
 def run_job(job: Job, state: EngineState, stages: Sequence[Stage] = STAGES) -> ContextResult:
     """Run ``job`` through ``stages`` in order and return its result.
 
@@ -39,13 +56,5 @@ def run_job(job: Job, state: EngineState, stages: Sequence[Stage] = STAGES) -> C
     for stage in stages:
         if job.result is not None:
             break
-        started = perf_counter()
-        try:
-            stage.apply(job, state)
-        except Exception as exc:
-            annotate_stage_error(exc, stage)
-            raise
-        duration = (perf_counter() - started) * 1000
-        job.timings[stage.name] = duration
-        emit_stage_event(job, stage.name, duration)
+        emit_stage_event(job, stage.name, apply_stage(stage, job, state))
     return build_result(job)
