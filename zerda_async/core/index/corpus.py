@@ -67,18 +67,9 @@ class CorpusIndex:
         """
         items = tuple(chunks)
         _check_rows(rows, len(items))
-        doc_table: dict[Any, int] = {}
         keyword = KeywordIndex.build([chunk_text(c) for c in items], progress=progress)
-        return cls(
-            chunks=items,
-            doc_codes=_codes(items, doc_table),
-            doc_table=doc_table,
-            live=None,
-            keyword=keyword,
-            metadata=MetadataIndex.build(chunk_metadata(c) for c in items),
-            vectors=None if rows is None else VectorIndex.from_unit_rows(rows, _dtype(rows)),
-            version=version,
-        )
+        vectors = None if rows is None else VectorIndex.from_unit_rows(rows, _dtype(rows))
+        return cls.restore(items, keyword, vectors, version)
 
     @classmethod
     def restore(
