@@ -17,7 +17,13 @@ from typing import Any
 
 import anyio
 import numpy as np
-from golden.replay import analysis_fields, first_difference, hashed_embedding, normal_form
+from golden.replay import (
+    analysis_fields,
+    first_difference,
+    hashed_embedding,
+    normal_form,
+    run_fields,
+)
 
 import sync_api
 from zerda_async import AsyncContextEngine, ContextEngineConfig, ConversationHistory, SourceQuality
@@ -170,23 +176,16 @@ def config_factory(**overrides: Any) -> Callable[[], ContextEngineConfig]:
 
 
 def result_fields(res: Any) -> dict[str, Any]:
-    """Every compared field of a ``ContextResult`` (``pipeline_ms`` is timing)."""
+    """Every compared field of a ``ContextResult`` (``pipeline_ms`` is timing).
+
+    The golden cases' fields plus each chunk's vector and keyword scores and
+    source quality.
+    """
     return {
-        "context": res.context,
-        "guard_passed": res.guard_passed,
-        "guard_warnings": list(res.guard_warnings),
-        "chunk_ids": [sc.doc_id for sc in res.chunks_used],
-        "chunk_composite": [sc.composite_score for sc in res.chunks_used],
+        **run_fields(res),
         "chunk_vector": [sc.vector_score for sc in res.chunks_used],
         "chunk_keyword": [sc.keyword_score for sc in res.chunks_used],
         "chunk_quality": [sc.source_quality.name for sc in res.chunks_used],
-        "total_retrieved": res.total_retrieved,
-        "total_after_filter": res.total_after_filter,
-        "total_after_rank": res.total_after_rank,
-        "total_included": res.total_included,
-        "context_length": res.context_length,
-        "metadata": dict(res.metadata),
-        "analysis": analysis_fields(res.query_analysis),
     }
 
 
