@@ -13,17 +13,18 @@ from typing import Any
 from zerda_async.core.config import ContextEngineConfig, LengthCounter
 from zerda_async.core.models import ContextResult, ConversationHistory, SourceQuality
 from zerda_async.core.truncation import truncate
-from zerda_async.pipeline.job import Job, RunOptions
-from zerda_async.pipeline.operations import (
+from zerda_async.pipeline import (
+    EngineState,
+    Job,
+    RunOptions,
     build_context,
     build_multi_query_context,
     compress_context,
     context_stats,
     join_multi_query,
     plan_multi_query,
+    run_job,
 )
-from zerda_async.pipeline.state import EngineState
-from zerda_async.pipeline.sync_runner import run_job
 
 __all__ = ["ContextEngine", "ContextManager"]
 

@@ -11,7 +11,7 @@ The async engine is :class:`AsyncContextEngine`; the documented synchronous
 API lives in the sibling package ``sync_api``.
 """
 
-from .core.config import (
+from zerda_async.core.config import (
     CacheConfig,
     ComposerConfig,
     ConfigError,
@@ -25,7 +25,7 @@ from .core.config import (
     config_from_toml,
     config_to_json,
 )
-from .core.models import (
+from zerda_async.core.models import (
     ContextResult,
     ConversationHistory,
     ConversationTurn,
@@ -36,14 +36,18 @@ from .core.models import (
     ScoredChunk,
     SourceQuality,
 )
-from .engine import AsyncContextEngine
-from .errors import (
+from zerda_async.engine import AsyncContextEngine
+from zerda_async.errors import (
     EmbeddingError,
     EngineClosedError,
     IndexFormatError,
     IndexStateError,
     ZerdaError,
 )
+
+from zerda_async import _compat
+
+_compat.install()
 
 __all__ = [
     "AsyncContextEngine",

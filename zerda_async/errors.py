@@ -1,30 +1,59 @@
-"""Exceptions raised by the async engine.
+"""Every exception zerda-async defines, and how the applications report each one.
 
     ZerdaError
+     ├── ConfigError (ValueError)           a configuration field is invalid (names it)
      ├── EngineClosedError (RuntimeError)   the engine is not running
      ├── EmbeddingError (ValueError)        an embedder returned unusable output
      ├── IndexStateError (RuntimeError)     the index cannot do that (no index, no embedder)
-     └── IndexFormatError (ValueError)      a saved index directory is unusable (names the file)
+     ├── IndexFormatError (ValueError)      a saved index directory is unusable (names the file)
+     ├── IndexDirectoryError (ValueError)   a directory holds no index the CLI can open
+     ├── StageFailedError (RuntimeError)    a pipeline stage failed (apps: stage and type)
+     ├── RequestBodyError (ValueError)      an HTTP request body does not decode (names the field)
+     ├── UsageError (ValueError)            a bad command-line argument found after parsing
+     └── HTTPProblem                        an error response the service sends as it is
+    MissingSourceQualityMap (AttributeError)  documented: a retriever ran before ``index()``
 
 Errors raised inside a pipeline stage propagate with their own type and
 message (documented errors of the sync package are part of the contract); a
-note on the exception names the stage (``exc.__notes__``).  A ``timeout``
-raises the builtin :class:`TimeoutError`.
+note on the exception names the stage: :func:`failed_stage` reads it.  A
+``timeout`` raises the builtin :class:`TimeoutError`.
+
+:data:`REPORTS` is the one table of how the CLI and the HTTP service report an
+exception: :func:`report_for` looks an exception up by its class hierarchy.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import NamedTuple
+
 __all__ = [
+    "REPORTS",
+    "ConfigError",
     "EmbeddingError",
     "EngineClosedError",
+    "ErrorReport",
+    "HTTPProblem",
+    "IndexDirectoryError",
     "IndexFormatError",
     "IndexStateError",
+    "MissingSourceQualityMap",
+    "RequestBodyError",
+    "StageFailedError",
+    "UsageError",
     "ZerdaError",
+    "annotate_stage_error",
+    "failed_stage",
+    "report_for",
 ]
 
 
 class ZerdaError(Exception):
     """Base class of the errors raised by zerda-async itself."""
+
+
+class ConfigError(ZerdaError, ValueError):
+    """A configuration value, or a TOML/JSON config document, is invalid; names the field."""
 
 
 class EngineClosedError(ZerdaError, RuntimeError):
@@ -50,3 +79,116 @@ class IndexFormatError(ZerdaError, ValueError):
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem
+
+
+class IndexDirectoryError(ZerdaError, ValueError):
+    """The directory does not hold a usable saved index."""
+
+
+class StageFailedError(ZerdaError, RuntimeError):
+    """A pipeline stage failed; ``stage`` and ``error_type`` say where and how."""
+
+    def __init__(self, stage: str, error_type: str, message: str) -> None:
+        super().__init__(f"{error_type} in stage {stage}: {message}")
+        self.stage = stage
+        self.error_type = error_type
+
+
+class RequestBodyError(ZerdaError, ValueError):
+    """An HTTP request body that does not decode; ``field`` names the offending field if any."""
+
+    def __init__(self, message: str, field: str | None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class UsageError(ZerdaError, ValueError):
+    """A bad command-line argument found after parsing (exit status 2)."""
+
+
+class HTTPProblem(ZerdaError):
+    """An error response: status, message and optionally the field and extra headers."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        field: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+        self.headers = dict(headers or {})
+
+
+class MissingSourceQualityMap(AttributeError):
+    """An injected retriever returned chunks before any successful ``index()`` call.
+
+    Subclasses :class:`AttributeError` with the documented message, so callers
+    of the documented package catch it unchanged.
+    """
+
+
+# -- the stage note -------------------------------------------------------------
+
+_NOTE_PREFIX = "zerda-async: raised in pipeline stage "
+
+
+def annotate_stage_error(exc: BaseException, stage_name: str) -> None:
+    """Name the failing stage on ``exc`` (a note) without changing its type or message."""
+    if failed_stage(exc) is None:
+        exc.add_note(f"{_NOTE_PREFIX}{stage_name!r}")
+
+
+def failed_stage(exc: BaseException) -> str | None:
+    """The name of the pipeline stage ``exc`` was raised in, if a runner annotated it."""
+    for note in getattr(exc, "__notes__", ()):
+        if isinstance(note, str) and note.startswith(_NOTE_PREFIX):
+            return note[len(_NOTE_PREFIX) :].strip("'")
+    return None
+
+
+# -- how the applications report each error ------------------------------------------
+
+
+class ErrorReport(NamedTuple):
+    """How the applications report one kind of error.
+
+    ``http_status`` is the service's response status; ``exit_status`` the
+    CLI's (2: the command line was wrong, 1: the work failed); ``retry``
+    whether the service adds a ``Retry-After`` header (the condition passes).
+    """
+
+    http_status: int
+    exit_status: int
+    retry: bool = False
+
+
+REPORTS: dict[type[BaseException], ErrorReport] = {
+    RequestBodyError: ErrorReport(422, 1),
+    ConfigError: ErrorReport(422, 1),
+    UsageError: ErrorReport(400, 2),
+    IndexDirectoryError: ErrorReport(500, 1),
+    EngineClosedError: ErrorReport(503, 1, retry=True),
+    TimeoutError: ErrorReport(504, 1),
+    StageFailedError: ErrorReport(500, 1),
+    EmbeddingError: ErrorReport(500, 1),
+    IndexStateError: ErrorReport(409, 1),
+    IndexFormatError: ErrorReport(500, 1),
+}
+"""Exception class -> report; subclasses inherit their nearest listed base's entry."""
+
+_DEFAULT_REPORT = ErrorReport(500, 1)
+
+
+def report_for(exc: BaseException) -> ErrorReport:
+    """The report of ``exc``: its own class's entry, else its nearest base's, else 500 / 1."""
+    if isinstance(exc, HTTPProblem):
+        return ErrorReport(exc.status, 1)
+    for cls in type(exc).__mro__:
+        found = REPORTS.get(cls)
+        if found is not None:
+            return found
+    return _DEFAULT_REPORT

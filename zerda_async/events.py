@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from .core.models import ContextResult
+from zerda_async.core.models import ContextResult
 
 __all__ = [
     "AnalysisEvent",

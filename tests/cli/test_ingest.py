@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zerda_async.hashing_embedder import HashingEmbedder
-from zerda_async.ingest import detect_language, read_paths, split_text
+from zerda_async.apps._ingest import detect_language, read_paths, split_text
+from zerda_async.embedders import HashingEmbedder
 
 from .conftest import write_samples
 

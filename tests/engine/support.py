@@ -28,8 +28,8 @@ from golden.replay import (
 import sync_api
 from zerda_async import AsyncContextEngine, ContextEngineConfig, ConversationHistory, SourceQuality
 from zerda_async.core.retrieval import HybridRetriever, KeywordRetriever
-from zerda_async.pipeline.requests import Request
-from zerda_async.pipeline.sync_runner import failed_stage
+from zerda_async.errors import failed_stage
+from zerda_async.pipeline import Request
 
 __all__ = [
     "CORPUS",

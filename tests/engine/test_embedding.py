@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from zerda_async import AsyncContextEngine, EmbeddingError
-from zerda_async.pipeline.sync_runner import failed_stage
+from zerda_async.errors import failed_stage
 
 from .support import (
     CORPUS,

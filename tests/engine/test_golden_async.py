@@ -15,8 +15,8 @@ import pytest
 from golden.replay import check_case, drive_engine_steps_async, engine_setup, load_cases
 
 from zerda_async import AsyncContextEngine
-from zerda_async.pipeline import operations
-from zerda_async.pipeline.state import EngineState
+from zerda_async import pipeline as operations
+from zerda_async.pipeline import EngineState
 
 pytestmark = pytest.mark.anyio
 

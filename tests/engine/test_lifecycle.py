@@ -26,6 +26,7 @@ from zerda_async.core.filtering import ChunkFilter
 from zerda_async.core.guard import ContextGuard
 from zerda_async.core.query_analyzer import build_query_analyzer
 from zerda_async.core.ranking import CompositeRanker
+from zerda_async.errors import failed_stage
 from zerda_async.events import (
     AnalysisEvent,
     ComposedEvent,
@@ -36,7 +37,6 @@ from zerda_async.events import (
     RankedEvent,
     RetrievedEvent,
 )
-from zerda_async.pipeline.sync_runner import failed_stage
 
 from .support import (
     CORPUS,

@@ -13,7 +13,7 @@ from structlog.testing import capture_logs
 
 import sync_api
 from zerda_async import AsyncContextEngine
-from zerda_async.pipeline.stages import STAGES
+from zerda_async.pipeline import STAGES
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def captured() -> Iterator[list[dict[str, Any]]]:
 
 def test_importing_the_packages_never_configures_logging() -> None:
     code = (
-        "import structlog, zerda_async, sync_api, zerda_async.engine;"
+        "import structlog, zerda_async, sync_api, zerda_async.engine._engine;"
         "assert not structlog.is_configured(), 'configured on import'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

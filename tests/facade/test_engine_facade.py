@@ -8,7 +8,7 @@ import pytest
 
 import sync_api
 from sync_api import ContextEngine, ContextEngineConfig, ScoredChunk, SourceQuality
-from zerda_async.pipeline.sync_runner import failed_stage
+from zerda_async.errors import failed_stage
 
 ARABIC_EMPTY = "📚 المعلومات المسترجعة:\n---\nلا تتوفر معلومات.\n---\n─── نهاية السياق ───"
 

@@ -14,7 +14,7 @@ import sync_api
 from zerda_async import AsyncContextEngine, ContextEngineConfig
 from zerda_async.core.retrieval import HybridRetriever, KeywordRetriever
 from zerda_async.errors import IndexStateError
-from zerda_async.pipeline.state import EngineState
+from zerda_async.pipeline import EngineState
 
 from .support import embed
 
@@ -184,7 +184,7 @@ async def test_a_cancelled_add_changes_nothing() -> None:
 def _with_embedder(engine: AsyncContextEngine, fn: Any) -> Any:
     from dataclasses import replace
 
-    from zerda_async.embedding import Embedder
+    from zerda_async.embedders import Embedder
 
     live = engine._indexes.live
     assert live is not None

@@ -16,8 +16,8 @@ from engine.support import CORPUS, QUALITY, QUERIES, Doc
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig
 from zerda_async.errors import IndexFormatError, IndexStateError
-from zerda_async.persistence import CURRENT_FILE, MANIFEST_FILE, StoredChunk, load_index
-from zerda_async.persistence import writer as persistence_module
+from zerda_async.indexing import CURRENT_FILE, MANIFEST_FILE, StoredChunk, load_index
+from zerda_async.indexing import _writer as persistence_module
 
 from .support import embed
 from .test_engine_updates import NEW, results_of

@@ -40,9 +40,9 @@ from engine.support import CORPUS, QUERIES, Doc
 from golden.replay import hashed_embedding
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig, ContextResult
-from zerda_async.event_stream import EventStream
+from zerda_async.engine import EventStream
+from zerda_async.errors import failed_stage
 from zerda_async.events import DoneEvent, ErrorEvent
-from zerda_async.pipeline.sync_runner import failed_stage
 
 from .support import check_result
 

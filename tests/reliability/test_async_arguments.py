@@ -15,7 +15,7 @@ from engine.support import CORPUS
 
 import sync_api
 from zerda_async import AsyncContextEngine, ContextEngineConfig
-from zerda_async.pipeline.sync_runner import failed_stage
+from zerda_async.errors import failed_stage
 
 from .support import check_result
 from .test_properties_sync_api import WRONG_RUN_ARGUMENTS

@@ -27,8 +27,8 @@ from engine.support import CORPUS, QUERIES, Doc, assert_idle, wait_until
 from zerda_async import AsyncContextEngine, ContextEngineConfig, EmbeddingError
 from zerda_async.core.counters import make_token_counter
 from zerda_async.core.retrieval import HybridRetriever, KeywordRetriever, VectorRetriever
+from zerda_async.errors import failed_stage
 from zerda_async.events import DoneEvent, ErrorEvent, StageEvent
-from zerda_async.pipeline.sync_runner import failed_stage
 
 from .support import (
     TRIGGER,

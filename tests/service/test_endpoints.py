@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from zerda_async.server import create_app
+from zerda_async.apps.server import create_app
 
 from .support import live_server, memory_opener, read_sse
 

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from zerda_async import AsyncContextEngine
+from zerda_async.apps.server import ServiceSettings, create_app
 from zerda_async.events import StageEvent
-from zerda_async.server import ServiceSettings, create_app
 
 from .support import SlowEmbedder, SyncEmbedder, live_server, memory_opener, read_sse
 

@@ -16,8 +16,8 @@ import anyio
 import httpx
 import pytest
 
-from zerda_async.server import ServiceSettings, create_app
-from zerda_async.server.schemas import MAX_QUERIES, MAX_QUERY_CHARS
+from zerda_async.apps.server import ServiceSettings, create_app
+from zerda_async.apps.server._schemas import MAX_QUERIES, MAX_QUERY_CHARS
 
 from .support import SlowEmbedder, live_server, memory_opener
 

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from zerda_async import AsyncContextEngine
+from zerda_async.apps.server import create_app
 from zerda_async.events import StageEvent
-from zerda_async.server import create_app
 
 from .support import live_server, memory_opener, read_sse
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import msgspec
 
+from ..errors import ConfigError
+
 __all__ = [
     "CacheConfig",
     "ComposerConfig",
@@ -174,10 +176,6 @@ class ContextEngineConfig(msgspec.Struct):
 
 ContextConfig = ContextEngineConfig
 """Backward-compatible name of :class:`ContextEngineConfig` (the same class)."""
-
-
-class ConfigError(ValueError):
-    """A configuration document has a bad or unknown field; the message names its path."""
 
 
 def _decode(data: bytes | str, decode: Callable[..., Any], fmt: str) -> ContextEngineConfig:

@@ -1,0 +1,82 @@
+"""One request through :meth:`AsyncContextEngine.stream`, collected with its stage timings.
+
+The command line (``zerda query``) and the HTTP service both need the result
+*and* how long each stage took; :func:`run_timed` gathers both from the stage
+events, so there is one way to do it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any, cast
+
+import msgspec
+
+from zerda_async.core.models import ContextResult
+from zerda_async.engine._engine import AsyncContextEngine
+from zerda_async.errors import StageFailedError, ZerdaError
+from zerda_async.events import DoneEvent, ErrorEvent, StageEvent
+
+__all__ = ["STAGE_EVENTS", "TimedResult", "event_name", "run_timed"]
+
+STAGE_EVENTS = ("analysis", "retrieved", "filtered", "ranked", "composed", "guarded")
+"""The stage event names, in pipeline order (``done`` or ``error`` follows)."""
+
+
+def event_name(event: StageEvent) -> str:
+    """The ``event`` tag of a stage event (``"analysis"``, ..., ``"done"``, ``"error"``)."""
+    return str(type(event).__struct_config__.tag)
+
+
+class TimedResult(msgspec.Struct):
+    """A result, the duration of each stage event in milliseconds, the request id."""
+
+    result: ContextResult
+    timings_ms: dict[str, float]
+    request_id: str
+    total_ms: float
+
+
+async def run_timed(
+    engine: AsyncContextEngine,
+    query: str,
+    *,
+    metadata_filters: dict[str, Any] | None = None,
+    max_chunks: int | None = None,
+    budget: int | None = None,
+    session_id: str | None = None,
+    timeout: float | None = None,
+) -> TimedResult:
+    """Run ``query`` and collect its stage timings.
+
+    Raises :class:`TimeoutError` past ``timeout`` seconds and
+    :class:`StageFailedError` when a stage fails.
+    """
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    events = cast(
+        AsyncGenerator[StageEvent, None],
+        engine.stream(
+            query,
+            metadata_filters,
+            max_chunks,
+            budget,
+            session_id=session_id,
+            timeout=timeout,
+        ),
+    )
+    async with aclosing(events):
+        async for event in events:
+            if isinstance(event, DoneEvent):
+                return TimedResult(
+                    result=event.result,
+                    timings_ms=timings,
+                    request_id=event.request_id,
+                    total_ms=(time.perf_counter() - started) * 1000,
+                )
+            if isinstance(event, ErrorEvent):
+                raise StageFailedError(event.stage, event.error_type, event.message)
+            timings[event_name(event)] = event.duration_ms
+    raise ZerdaError("the event stream ended without a result")

@@ -1,0 +1,436 @@
+"""``zerda``: index files, query a saved index, serve it over HTTP, or run the demo.
+
+    zerda index PATH... --out DIR [--chunk-size N] [--dim N]
+    zerda query DIR "question" [--template T] [--budget N] [--max-chunks N]
+                [--filter KEY=VALUE]... [--timeout S] [--json]
+    zerda serve DIR [--host 127.0.0.1] [--port 8000] [--max-body-bytes N]
+                [--request-timeout S] [--max-pending N]
+    zerda demo
+
+Everything runs on the embedded defaults: the offline, lexical
+:class:`~zerda_async.embedders._hashing.HashingEmbedder` and the in-process
+index.  Bad arguments and failures print one line, ``zerda: error: ...``, and
+exit with status 2 (usage) or 1 (failure); never a traceback.  With
+``query --json`` standard output holds only the result as one JSON document;
+timings and progress always go to standard error then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+import anyio
+import msgspec
+
+from zerda_async.apps._ingest import SUFFIXES, read_paths
+from zerda_async.apps._runs import STAGE_EVENTS, TimedResult, run_timed
+from zerda_async.apps._saved_index import (
+    MANIFEST_NAME,
+    IndexManifest,
+    build_index,
+    open_index,
+    read_manifest,
+    save_index,
+)
+from zerda_async.apps._wire import result_out
+from zerda_async.core.config import ContextEngineConfig
+from zerda_async.core.templates import TEMPLATES
+from zerda_async.embedders._hashing import HashingEmbedder
+from zerda_async.engine._engine import AsyncContextEngine
+from zerda_async.errors import UsageError, ZerdaError, report_for
+
+__all__ = ["ProgressBar", "build_parser", "format_timings", "main"]
+
+PROG = "zerda"
+_UTF8 = ("utf-8", "utf8")
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on standard error (status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{PROG}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number (1-65535), got {text!r}")
+    return value
+
+
+def _filter(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    if not isinstance(value, str | int | float | bool | None):
+        value = raw
+    return key, value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``zerda`` argument parser."""
+    parser = _Parser(
+        prog=PROG,
+        description="Build budget-bounded, cited LLM contexts from your documents (zerda-async).",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = commands.add_parser(
+        "index",
+        help="read .txt/.md/.jsonl files or folders, chunk, embed and save an index",
+        description="Read files (or folders of them), split them into chunks, embed them with "
+        "the offline lexical hashing embedder and save the index into DIR. Unreadable and "
+        "non-UTF-8 files are reported by name and skipped.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to read")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory to save the index in")
+    p.add_argument(
+        "--chunk-size",
+        type=_positive_int,
+        default=800,
+        metavar="N",
+        help="maximum characters per chunk (default 800)",
+    )
+    p.add_argument(
+        "--dim",
+        type=_positive_int,
+        default=256,
+        metavar="N",
+        help="hashing embedder dimensions (default 256)",
+    )
+
+    p = commands.add_parser("query", help="build a context from a saved index")
+    p.add_argument("index_dir", metavar="DIR", help="a directory written by 'zerda index'")
+    p.add_argument("question", help="the query")
+    p.add_argument(
+        "--template",
+        choices=list(TEMPLATES),
+        default=None,
+        help="context template (default: arabic)",
+    )
+    p.add_argument("--budget", type=_positive_int, metavar="N", help="context budget in characters")
+    p.add_argument("--max-chunks", type=_positive_int, metavar="N", help="chunks to keep at most")
+    p.add_argument(
+        "--filter",
+        type=_filter,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="metadata filter (repeatable; VALUE is a JSON scalar or plain text)",
+    )
+    p.add_argument("--timeout", type=_positive_float, metavar="S", help="give up after S seconds")
+    p.add_argument(
+        "--json", action="store_true", help="print only the full result as JSON on stdout"
+    )
+
+    p = commands.add_parser("serve", help="serve a saved index over HTTP")
+    p.add_argument("index_dir", metavar="DIR", help="a directory written by 'zerda index'")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
+    p.add_argument(
+        "--max-body-bytes",
+        type=_positive_int,
+        default=1 << 20,
+        metavar="N",
+        help="larger request bodies get 413 (default 1 MiB)",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=_positive_float,
+        default=30.0,
+        metavar="S",
+        help="requests taking longer get 504 (default 30)",
+    )
+    p.add_argument(
+        "--max-pending",
+        type=_positive_int,
+        default=256,
+        metavar="N",
+        help="concurrent requests before 503 (default 256)",
+    )
+
+    commands.add_parser("demo", help="index the bundled bilingual corpus and run example queries")
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("zerda-async")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+# -- output helpers ------------------------------------------------------------------
+
+
+class ProgressBar:
+    """``progress(done, total)`` callback drawing a bar on ``stream`` (lines when not a TTY).
+
+    ``index()`` reports two phases, embedding then tokenising, each counting
+    from 0 to the total; a count that goes back (or starts after a finished
+    phase) starts the next label of ``phases``.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        phases: Sequence[str] = ("embedding", "tokenising"),
+        width: int = 30,
+    ) -> None:
+        self.stream = stream
+        self.phases = list(phases) or ["progress"]
+        self.width = width
+        self.tty = stream.isatty()
+        self._phase = 0
+        self._last = (0, -1)  # (done, total) of the previous call
+        self._drawn = False
+
+    @property
+    def label(self) -> str:
+        """The label of the current phase."""
+        return self.phases[min(self._phase, len(self.phases) - 1)]
+
+    def __call__(self, done: int, total: int) -> None:
+        last_done, last_total = self._last
+        if last_total >= 0 and (done < last_done or last_done >= last_total):
+            self.close()
+            self._phase += 1
+        self._last = (done, total)
+        if self.tty:
+            filled = self.width * done // max(total, 1)
+            bar = "#" * filled + "." * (self.width - filled)
+            self.stream.write(f"\r{self.label} [{bar}] {done}/{total} chunks")
+            self._drawn = True
+        else:
+            self.stream.write(f"{self.label}: {done}/{total} chunks\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End a bar's line."""
+        if self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._drawn = False
+
+
+def format_timings(timings_ms: dict[str, float], total_ms: float | None = None) -> str:
+    """``analysis 0.3 ms | retrieved 1.2 ms | ... | total 4.0 ms`` in pipeline order."""
+    parts = [f"{name} {timings_ms[name]:.2f} ms" for name in STAGE_EVENTS if name in timings_ms]
+    parts += [f"{name} {ms:.2f} ms" for name, ms in timings_ms.items() if name not in STAGE_EVENTS]
+    if total_ms is not None:
+        parts.append(f"total {total_ms:.2f} ms")
+    return " | ".join(parts) if parts else "(no stages ran)"
+
+
+def _summary(timed: TimedResult) -> str:
+    stats = timed.result.get_stats()
+    return (
+        f"intent={stats['query_intent']} budget={stats['context_budget']} "
+        f"retrieved={stats['total_retrieved']} used={stats['total_included']} "
+        f"chars={stats['context_length']} guard_passed={stats['guard_passed']}"
+    )
+
+
+def _err(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- commands -----------------------------------------------------------------------
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST_NAME).is_file():
+        raise UsageError(f"--out {out} is a non-empty directory that holds no zerda index")
+    try:
+        report = read_paths(args.paths, max_chars=args.chunk_size)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    for skipped in report.skipped:
+        _err(f"{PROG}: skipped {skipped.path}: {skipped.reason}")
+    if report.ignored:
+        kinds = ", ".join(sorted(SUFFIXES))
+        _err(f"{PROG}: ignored {report.ignored} file(s) in folders that are not {kinds}")
+    if not report.chunks:
+        raise RuntimeError("no text to index in the given paths")
+    embedder = HashingEmbedder(dim=args.dim)
+    manifest = IndexManifest(
+        embedder_params=embedder.params(), chunks=len(report.chunks), files=report.files
+    )
+    progress = ProgressBar(sys.stderr)
+    started = time.perf_counter()
+
+    async def run() -> None:
+        async with AsyncContextEngine() as engine:
+            await build_index(engine, report.chunks, embedder, progress)
+            await save_index(engine, out, manifest)
+
+    try:
+        anyio.run(run)
+    finally:
+        progress.close()
+    elapsed = time.perf_counter() - started
+    print(
+        f"indexed {len(report.chunks)} chunks from {len(report.files)} file(s) into {out} "
+        f"in {elapsed:.2f} s ({len(report.skipped)} skipped)"
+    )
+    return 0
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    read_manifest(args.index_dir)  # a clear error before anything starts
+    config = ContextEngineConfig()
+    config.retriever.use_metadata = True  # so --filter pairs are searched
+    if args.template is not None:
+        config.composer.template = args.template
+    filters = dict(args.filter) or None
+    started = time.perf_counter()
+    load_ms = 0.0
+
+    async def run() -> TimedResult:
+        nonlocal load_ms
+        async with open_index(args.index_dir, config) as engine:
+            load_ms = (time.perf_counter() - started) * 1000
+            return await run_timed(
+                engine,
+                args.question,
+                metadata_filters=filters,
+                max_chunks=args.max_chunks,
+                budget=args.budget,
+                timeout=args.timeout,
+            )
+
+    timed = anyio.run(run)
+    timings = f"timings: {format_timings(timed.timings_ms, timed.total_ms)} (load {load_ms:.1f} ms)"
+    if args.json:
+        out = result_out(
+            timed.result,
+            template=config.composer.template,
+            request_id=timed.request_id,
+            timings_ms=timed.timings_ms,
+        )
+        sys.stdout.buffer.write(msgspec.json.encode(out) + b"\n")
+        sys.stdout.flush()
+        _err(timings)
+        return 0
+    print(timed.result.context)
+    print()
+    print(f"-- {timings}")
+    print(f"-- {_summary(timed)}")
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from zerda_async.apps.server import ServiceSettings, serve_index
+    except ImportError as exc:
+        raise RuntimeError(
+            f"the HTTP service needs the 'server' extra (pip install 'zerda-async[server]'): {exc}"
+        ) from None
+
+    async def check_index() -> None:
+        # Load once before uvicorn starts, so a bad index is a one-line error.
+        async with open_index(args.index_dir):
+            pass
+
+    anyio.run(check_index)
+    settings = ServiceSettings(
+        max_body_bytes=args.max_body_bytes,
+        request_timeout=args.request_timeout,
+        max_pending=args.max_pending,
+    )
+    serve_index(args.index_dir, host=args.host, port=args.port, settings=settings)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from zerda_async.apps._demo import main as demo
+
+    demo()
+    return 0
+
+
+_COMMANDS = {"index": _cmd_index, "query": _cmd_query, "serve": _cmd_serve, "demo": _cmd_demo}
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    text = " ".join((str(exc) or type(exc).__name__).split())
+    if isinstance(exc, ZerdaError) or type(exc).__module__ == "builtins":
+        return text
+    return f"{type(exc).__name__}: {text}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``zerda`` command line; returns the exit status."""
+    for stream in (sys.stdout, sys.stderr):
+        # Arabic text on a terminal that cannot show it must not crash the command.
+        if isinstance(stream, io.TextIOWrapper) and stream.encoding.lower() not in _UTF8:
+            stream.reconfigure(errors="backslashreplace")
+    # The command line is an application: library warnings (the guard's, say)
+    # go to standard error as "zerda: warning: ..." lines.
+    logging.basicConfig(format=f"{PROG}: warning: %(message)s", level=logging.WARNING)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.error("a command is required: index, query, serve or demo (see zerda --help)")
+    try:
+        return _COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        leaf = _leaf(exc)
+        if isinstance(leaf, KeyboardInterrupt):
+            return 130
+        _err(f"{PROG}: error: {_message(leaf)}")
+        # The exit status comes from the one error table (2: the command line was wrong).
+        return report_for(leaf).exit_status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

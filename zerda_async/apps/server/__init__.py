@@ -1,0 +1,20 @@
+"""The HTTP service of zerda-async (install the ``server`` extra: Starlette and uvicorn).
+
+:func:`create_app` builds the ASGI application from an engine opener;
+:func:`serve_index` serves a saved index (what ``zerda serve DIR`` runs).
+See :mod:`zerda_async.apps.server._app` for the endpoints and error statuses.
+"""
+
+from zerda_async.apps.server._app import EngineOpener, EnginePool, ServiceSettings, create_app
+from zerda_async.apps.server._run import index_app, serve_index
+from zerda_async.errors import HTTPProblem
+
+__all__ = [
+    "EngineOpener",
+    "EnginePool",
+    "HTTPProblem",
+    "ServiceSettings",
+    "create_app",
+    "index_app",
+    "serve_index",
+]

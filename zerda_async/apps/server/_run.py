@@ -1,0 +1,70 @@
+"""Serving a saved index: the application factory and the uvicorn runner of ``zerda serve``."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+
+from zerda_async.apps._saved_index import open_index, read_manifest
+from zerda_async.apps.server._app import ServiceSettings, create_app
+from zerda_async.core.config import ContextEngineConfig
+from zerda_async.engine._engine import AsyncContextEngine
+
+__all__ = ["index_app", "serve_index"]
+
+
+def index_app(
+    directory: str | Path,
+    settings: ServiceSettings | None = None,
+    **engine_kwargs: Any,
+) -> Starlette:
+    """The service on the index saved in ``directory`` (checked now, loaded at start-up)."""
+    manifest = read_manifest(directory)
+    settings = settings or ServiceSettings()
+    engine_kwargs.setdefault("max_in_flight", max(1, min(settings.max_pending, 256)))
+
+    def open_engine(template: str) -> AbstractAsyncContextManager[AsyncContextEngine]:
+        config = ContextEngineConfig()
+        config.composer.template = template
+        config.retriever.use_metadata = True  # so metadata_filters are searched
+        return open_index(directory, config, **engine_kwargs)
+
+    info = {"directory": str(directory), "chunks": manifest.chunks, "files": len(manifest.files)}
+    return create_app(open_engine, settings, index_info=info)
+
+
+def serve_index(
+    directory: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    settings: ServiceSettings | None = None,
+    log_level: str = "info",
+) -> None:
+    """Serve the index in ``directory`` with uvicorn until SIGINT or SIGTERM; then return.
+
+    uvicorn shuts down gracefully on either signal and then raises it again;
+    here that second delivery is absorbed, so a stopped server is a normal exit.
+    """
+    app = index_app(directory, settings)
+    config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_level=log_level)
+    server = uvicorn.Server(config)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _absorb) if main_thread else None
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _absorb(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM handler in force once uvicorn has finished its own handling."""

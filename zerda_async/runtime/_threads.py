@@ -1,0 +1,40 @@
+"""The thread hop: a sync function in a worker thread that a cancelled caller can abandon.
+
+:func:`run_in_thread` runs a sync function in a worker thread with at most
+``limiter.total_tokens`` such calls at once.  Unlike
+``anyio.to_thread.run_sync(..., limiter=limiter)``, the token is held by the
+awaiting task, not by the thread: when the caller is cancelled (a request
+timed out, the engine closed) the token is released at once on every
+backend, and the thread is abandoned — it finishes its current call on its
+own and its result is dropped.  (On trio an abandoned thread would otherwise
+keep its token until it returns, so a few calls that never return, to a
+hung vector store say, would block every later hop.)
+
+Abandoned threads are not counted against the limiter: each call that never
+returns keeps one thread busy until it does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar, TypeVarTuple, Unpack
+
+import anyio
+import anyio.to_thread
+
+__all__ = ["run_in_thread"]
+
+_T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
+
+
+async def run_in_thread(
+    func: Callable[[Unpack[_Ts]], _T], *args: *_Ts, limiter: anyio.CapacityLimiter
+) -> _T:
+    """``func(*args)`` in a worker thread, at most ``limiter`` at once; see the module docstring."""
+    async with limiter:
+        # A limiter of its own for the hop: the thread may hold it after an
+        # abandon (trio), which then blocks nothing else.
+        return await anyio.to_thread.run_sync(
+            func, *args, abandon_on_cancel=True, limiter=anyio.CapacityLimiter(1)
+        )
