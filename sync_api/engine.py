@@ -14,14 +14,14 @@ from zerda_async.core.config import ContextEngineConfig, LengthCounter
 from zerda_async.core.models import ContextResult, ConversationHistory, SourceQuality
 from zerda_async.core.truncation import truncate
 from zerda_async.pipeline import (
+    Components,
     EngineState,
-    Job,
-    RunOptions,
     build_context,
     build_multi_query_context,
     compress_context,
     context_stats,
     join_multi_query,
+    make_job,
     plan_multi_query,
     run_job,
 )
@@ -48,18 +48,17 @@ class ContextEngine:
         budget_allocator: Any = None,
         length_counter: LengthCounter | None = None,
     ) -> None:
-        self._state = EngineState(
-            config,
-            query_analyzer,
-            retriever,
-            chunk_filter,
-            ranker,
-            composer,
-            guard,
-            budget_allocator,
-            length_counter,
-            owner_name=type(self).__name__,
+        components = Components(
+            query_analyzer=query_analyzer,
+            retriever=retriever,
+            chunk_filter=chunk_filter,
+            ranker=ranker,
+            composer=composer,
+            guard=guard,
+            budget_allocator=budget_allocator,
+            length_counter=length_counter,
         )
+        self._state = EngineState(config, components, owner_name=type(self).__name__)
         self.config = self._state.config
 
     def index(
@@ -87,14 +86,15 @@ class ContextEngine:
         record_turn: bool = True,
     ) -> ContextResult:
         """Run the whole pipeline for ``query`` and return the result."""
-        options = RunOptions(
+        job = make_job(
+            query,
             metadata_filters=metadata_filters,
             max_chunks=max_chunks,
             override_budget=override_budget,
             use_history=use_history,
             record_turn=record_turn,
         )
-        return run_job(Job(query=query, options=options), self._state)
+        return run_job(job, self._state)
 
     def run_multi(
         self,

@@ -228,14 +228,14 @@ async def test_aclose_finishes_in_flight_requests() -> None:
         await engine.index(CORPUS, embed_fn=embed, source_quality_map=QUALITY)
         for query in QUERIES[:6]:
             tg.start_soon(call, engine, query)
-        await wait_until(lambda: len(engine._runner._pending) == 6)
+        await wait_until(lambda: engine.statistics().in_flight == 6)
         tg.start_soon(open_later, engine)
         # Not inside fail_after(): aclose() exits the engine's task group,
         # which must not be nested in a cancel scope opened after it.
         await engine.aclose()
         # Every in-flight request finished before aclose() returned.
         assert len(results) == 6
-        assert not engine._runner._pending
+        assert not engine.statistics().in_flight
     assert len(late) == 1
     index = {"chunks": CORPUS, "embed_fn": hashed_embedding, "source_quality_map": QUALITY}
     check_against_sync(engine, log, reference, index_calls=[index])
@@ -298,7 +298,7 @@ async def test_closing_does_not_wait_for_abandoned_work() -> None:
             # cancelled with it (RELIABILITY.md): nothing is left hanging.
             assert embed.inside == 0
     assert not embed.gate.is_set()
-    assert not engine._runner._pending
+    assert not engine.statistics().in_flight
 
 
 @pytest.mark.parametrize("delay", [0.001, 0.004, 0.01, 0.02])
@@ -474,12 +474,12 @@ async def test_backpressure_bounds_requests_inside() -> None:
         async with anyio.create_task_group() as tg:
             for query in distinct:
                 tg.start_soon(engine.run, query)
-            await wait_until(lambda: len(engine._runner._pending) == 2)
+            await wait_until(lambda: engine.statistics().in_flight == 2)
             await anyio.sleep(0.02)
             # Two requests are inside (waiting in the embedder); four callers wait.
-            assert len(engine._runner._pending) == 2
+            assert engine.statistics().in_flight == 2
             assert len(log.requests) == 2
-            assert engine._runner.slots.value == 0
+            assert engine.statistics().free_slots == 0
             assert embed.calls - calls_after_index == 2
             embed.gate.set()
         assert embed.max_inside <= 2
@@ -661,7 +661,7 @@ async def test_a_consumer_that_stops_early(closing: str) -> None:
         # The engine keeps serving; the stopped request either completed or
         # never took effect, and nothing is left behind.
         await engine.run_many(QUERIES[:4])
-        await wait_until(lambda: not engine._runner._pending)
+        await wait_until(lambda: not engine.statistics().in_flight)
         assert_idle(engine)
     without_abandoned(log)
     check_against_sync(engine, log, reference, index_calls=[EMBED_INDEX])

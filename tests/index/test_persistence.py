@@ -100,7 +100,7 @@ async def test_loaded_chunks_are_records_and_arrays_are_memory_mapped(tmp_path: 
     assert isinstance(saved.corpus.keyword.segments[0].docs, np.memmap)
     assert saved.source_quality_map == dict(QUALITY)
     engine = await AsyncContextEngine.load(path, embed_fn=embed)
-    assert engine._indexes.dtype == "float32"
+    assert engine.statistics().vector_dtype == "float32"
 
 
 async def test_resaving_replaces_the_generation_and_keeps_foreign_files(tmp_path: Path) -> None:
@@ -342,7 +342,7 @@ async def test_saving_needs_savable_chunks_and_no_adapter(tmp_path: Path) -> Non
 async def test_loading_float64_vectors_as_float32(tmp_path: Path) -> None:
     path, expected = await saved_index(tmp_path)
     engine = await AsyncContextEngine.load(path, embed_fn=embed, vector_dtype="float32")
-    assert engine._indexes.dtype == "float32"
+    assert engine.statistics().vector_dtype == "float32"
     async with engine:
         got = await results_of(engine, QUERY_SET)
     assert [r["chunk_ids"] for r in got] == [r["chunk_ids"] for r in expected]

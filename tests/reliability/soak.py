@@ -294,7 +294,7 @@ async def run_soak(settings: SoakSettings) -> SoakReport:
         report.elapsed_s = time.perf_counter() - started
         # Abandoned requests leave once the commit task skips them.
         with anyio.move_on_after(10):
-            while engine._runner._pending or embedder.hung:
+            while engine.statistics().in_flight or embedder.hung:
                 await anyio.sleep(0.01)
         gc.collect()
         await anyio.sleep(0.05)
@@ -307,7 +307,7 @@ async def run_soak(settings: SoakSettings) -> SoakReport:
         report.max_in_flight = settings.max_in_flight
         stats = engine.get_performance_report()["cache"]
         report.cache_size, report.cache_max = stats["size"], stats["max_size"]
-        report.sessions, report.max_sessions = len(engine._state.sessions), settings.max_sessions
+        report.sessions, report.max_sessions = engine.statistics().sessions, settings.max_sessions
         report.live_streams = len(streams)
         report.embedder_calls = engine.embedder_calls
     first = [rss for done, rss in samples if done <= n // 4]

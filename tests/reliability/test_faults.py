@@ -104,7 +104,7 @@ async def run_with_poison(
     # request (trio may also have submitted it last); give the engine a
     # bounded moment to settle before the tests check it is idle.
     with anyio.move_on_after(2):
-        while engine._runner._pending:
+        while engine.statistics().in_flight:
             await anyio.sleep(0.005)
     error, elapsed = caught[0]
     return error, elapsed, results
@@ -283,7 +283,7 @@ async def test_timeouts_say_where_the_request_was_waiting() -> None:
                 tg.start_soon(call, POISON, 0.6)  # hangs in its embedding
                 await wait_until(lambda: embedder.inside == 1)
                 tg.start_soon(call, "What is BM25?", 0.3)  # committed after POISON
-                await wait_until(lambda: len(engine._runner._pending) == 2)
+                await wait_until(lambda: engine.statistics().in_flight == 2)
                 tg.start_soon(call, "What is RAG?", 0.1)  # no slot left
         where = sorted(notes(e) for e in errors)
         assert len(where) == 3
@@ -380,7 +380,7 @@ async def test_streams_left_early_release_their_request(how: str) -> None:
             gc.collect()
             assert ref() is None
         # Released at once (no aclose, no ResourceWarning): nothing pending.
-        await wait_until(lambda: not engine._runner._pending, timeout=2)
+        await wait_until(lambda: not engine.statistics().in_flight, timeout=2)
         check_result(await engine.run("What is BM25?"), CORPUS)
         assert_idle(engine)
 
@@ -399,7 +399,7 @@ async def test_closing_with_threads_stuck_in_caller_code() -> None:
                     tg.start_soon(_expect_timeout, engine.run, f"{POISON} {i}", 0.2)
             # The two speculation workers each left a thread stuck in the store
             # (abandoned); the other two requests gave up before they started.
-            assert store.inside == engine._runner.settings.workers == 2
+            assert store.inside == engine.statistics().workers == 2
             check_result(await engine.run("What is BM25?", timeout=5), CORPUS)
             assert_idle(engine)
         assert time.perf_counter() - started < 3

@@ -63,6 +63,11 @@ class ContextCache:
         self._hits += 1
         return ctx
 
+    def contains(self, key: str) -> bool:
+        """True when :meth:`get` would hit now; counts nothing and removes nothing."""
+        entry = self._store.get(key)
+        return entry is not None and self._clock() - entry[1] <= self._ttl
+
     def put(self, key: str, context: str) -> None:
         """Store ``context`` under ``key``.
 

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
 from .config import ContextEngineConfig
 from .models import QueryAnalysis
+from .retrieval.vector import EmbedFn
 from .strategy import ContextGuardStrategy
 
-__all__ = ["ContextGuard", "EmbedFn"]
+__all__ = ["ContextGuard"]
 
 logger = logging.getLogger(__name__)
 
-EmbedFn = Callable[[str], "np.ndarray[Any, Any]"]
 """Maps a text to an embedding vector (any shape; it is flattened before use)."""
 
 # The empty alternative makes this match a bare "[:" only, not "[anything:";

@@ -6,6 +6,7 @@
   character n-grams), deterministic, no model files.
 """
 
+from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
 from zerda_async.embedders._embedder import (
     Embedder,
     check_embeddings,
@@ -15,6 +16,8 @@ from zerda_async.embedders._embedder import (
 from zerda_async.embedders._hashing import HashingEmbedder
 
 __all__ = [
+    "BatchEmbedFn",
+    "EmbedFn",
     "Embedder",
     "HashingEmbedder",
     "check_embeddings",

@@ -16,36 +16,62 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Self
+from typing import Any, Literal, Self, Unpack
 
 import anyio
 import anyio.abc
 import anyio.to_thread
+import msgspec
 
-from zerda_async.core.config import ContextEngineConfig, LengthCounter
+from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.index import VECTOR_DTYPES, VectorDType
 from zerda_async.core.models import ContextResult, ConversationHistory, SourceQuality
+from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
 from zerda_async.engine._event_stream import EventStream, add_timeout_note
 from zerda_async.errors import EngineClosedError
 from zerda_async.indexing._lifecycle import IndexLifecycle
 from zerda_async.indexing._persistence import load_index
 from zerda_async.pipeline._async_runner import AsyncRunner
-from zerda_async.pipeline._job import Job, RunOptions
+from zerda_async.pipeline._job import Job, check_run_keywords, make_job
 from zerda_async.pipeline._operations import join_multi_query, plan_multi_query
 from zerda_async.pipeline._requests import Request, RunnerSettings
-from zerda_async.pipeline._state import EngineState
+from zerda_async.pipeline._state import Components, EngineState
 
-__all__ = ["AsyncContextEngine"]
+__all__ = ["AsyncContextEngine", "EngineStatistics", "Offload"]
 
-EmbedFn = Callable[[Any], Any]
-BatchEmbedFn = Callable[[list[Any]], Any]
+Offload = Literal["auto", "threads", "inline"]
+"""Where the speculative stages run: by measured cost (default), always in threads, never."""
+
+_OFFLOAD: dict[str, bool | None] = {"auto": None, "threads": True, "inline": False}
+
+
+class EngineStatistics(msgspec.Struct, frozen=True, kw_only=True):
+    """What :meth:`AsyncContextEngine.statistics` reports."""
+
+    in_flight: int
+    """Requests submitted and not finished."""
+    max_in_flight: int
+    free_slots: int
+    """In-flight slots free now (``max_in_flight - in_flight`` once abandoned requests left)."""
+    single_flights: int
+    """Cache misses leading a single flight (identical requests wait for them)."""
+    workers: int
+    sessions: int
+    """Per-``session_id`` conversations kept."""
+    cached_contexts: int
+    corpus_size: int
+    corpus_version: int
+    vector_dtype: str
 
 
 class AsyncContextEngine:
     """Async, streaming, concurrent context engine with the documented behaviour.
 
-    Constructor parameters mirror the documented ``ContextEngine`` (``None``
-    selects the default component).  ``max_in_flight`` bounds the requests
+    The components of the documented ``ContextEngine`` (``query_analyzer``,
+    ``retriever``, ``chunk_filter``, ``ranker``, ``composer``, ``guard``,
+    ``budget_allocator``, ``length_counter``; see
+    :class:`~zerda_async.pipeline.Components`) are keyword arguments here;
+    ``None`` selects the documented default.  ``max_in_flight`` bounds the requests
     inside the pipeline; further callers wait (backpressure).  The remaining
     keywords tune the runner: ``workers`` speculation tasks, ``thread_limit``
     worker threads for CPU-bound stages, and the query-embedding micro-batch
@@ -61,20 +87,17 @@ class AsyncContextEngine:
     The context cache never holds more than ``config.cache.max_size``
     entries (the documented cache can exceed it once entries expire; see
     :class:`~zerda_async.core.cache.BoundedContextCache`).
+
+    ``offload`` places the speculative stages: ``"auto"`` (default) in worker
+    threads when their measured CPU cost outweighs the thread hop, or
+    whenever they call caller code that may block; ``"threads"`` always;
+    ``"inline"`` never (on the event loop).
     """
 
     def __init__(
         self,
         config: ContextEngineConfig | None = None,
         *,
-        query_analyzer: Any = None,
-        retriever: Any = None,
-        chunk_filter: Any = None,
-        ranker: Any = None,
-        composer: Any = None,
-        guard: Any = None,
-        budget_allocator: Any = None,
-        length_counter: LengthCounter | None = None,
         max_in_flight: int = 64,
         workers: int = 2,
         thread_limit: int = 2,
@@ -82,19 +105,21 @@ class AsyncContextEngine:
         embed_batch_size: int = 64,
         vector_dtype: VectorDType = "float64",
         max_sessions: int | None = 10_000,
+        offload: Offload = "auto",
+        **components: Unpack[Components],
     ) -> None:
+        if offload not in _OFFLOAD:
+            raise ValueError(f"offload must be one of {sorted(_OFFLOAD)}, got {offload!r}")
         if vector_dtype not in VECTOR_DTYPES:
             raise ValueError(f"vector_dtype must be one of {VECTOR_DTYPES}, got {vector_dtype!r}")
+        unknown = set(components) - set(Components.__annotations__)
+        if unknown:
+            raise TypeError(
+                f"AsyncContextEngine() got an unexpected keyword argument {sorted(unknown)[0]!r}"
+            )
         self._state = EngineState(
             config,
-            query_analyzer,
-            retriever,
-            chunk_filter,
-            ranker,
-            composer,
-            guard,
-            budget_allocator,
-            length_counter,
+            components,
             owner_name="ContextEngine",
             max_sessions=max_sessions,
             # Reliability: never more than cache.max_size contexts, even after
@@ -112,6 +137,7 @@ class AsyncContextEngine:
                 embed_batch_size=embed_batch_size,
             ),
         )
+        self._runner.policy.forced = _OFFLOAD[offload]
         self._indexes = IndexLifecycle(self._state, self._runner, vector_dtype)
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
@@ -278,10 +304,6 @@ class AsyncContextEngine:
 
     # -- running -----------------------------------------------------------------
 
-    def _new_job(self, query: Any, *args: Any) -> Job:
-        self._check_open()
-        return _make_job(query, *args)
-
     async def run(
         self,
         query: str,
@@ -301,14 +323,15 @@ class AsyncContextEngine:
         changes no shared state.  A ``TimeoutError`` carries a note saying
         where the request was waiting (a pipeline stage, a queue).
         """
-        job = self._new_job(
+        self._check_open()
+        job = make_job(
             query,
-            metadata_filters,
-            max_chunks,
-            override_budget,
-            use_history,
-            record_turn,
             session_id,
+            metadata_filters=metadata_filters,
+            max_chunks=max_chunks,
+            override_budget=override_budget,
+            use_history=use_history,
+            record_turn=record_turn,
         )
         request: Request | None = None
         try:
@@ -357,18 +380,19 @@ class AsyncContextEngine:
         when the first event is awaited.
         """
 
-        def make_job() -> Job:
-            return self._new_job(
+        def new_job() -> Job:
+            self._check_open()
+            return make_job(
                 query,
-                metadata_filters,
-                max_chunks,
-                override_budget,
-                use_history,
-                record_turn,
                 session_id,
+                metadata_filters=metadata_filters,
+                max_chunks=max_chunks,
+                override_budget=override_budget,
+                use_history=use_history,
+                record_turn=record_turn,
             )
 
-        return EventStream(self._runner, make_job, timeout)
+        return EventStream(self._runner, new_job, timeout)
 
     async def run_many(
         self,
@@ -388,7 +412,7 @@ class AsyncContextEngine:
         timeout = run_kwargs.pop("timeout", None)
         session_id = run_kwargs.pop("session_id", None)
         # Reliability: a bad keyword raises TypeError before anything is submitted.
-        _make_job_kwargs(None, session_id, run_kwargs)
+        check_run_keywords(run_kwargs)
         limit = anyio.Semaphore(concurrency or len(queries) or 1)
         requests: list[Request] = []
         with anyio.fail_after(timeout):
@@ -396,7 +420,7 @@ class AsyncContextEngine:
                 async with anyio.create_task_group() as tg:
                     for query in queries:
                         await limit.acquire()
-                        job = _make_job_kwargs(query, session_id, run_kwargs)
+                        job = make_job(query, session_id, **run_kwargs)
                         request = await self._runner.submit(job)
                         requests.append(request)
                         tg.start_soon(_await_and_release, request, limit)
@@ -441,13 +465,9 @@ class AsyncContextEngine:
             requests = []
             try:
                 for query, budget in zip(plan.queries, plan.budgets, strict=True):
-                    session_id = kwargs.get("session_id")
                     job_kwargs = {k: v for k, v in kwargs.items() if k != "session_id"}
-                    job = _make_job_kwargs(
-                        query,
-                        session_id,
-                        {**job_kwargs, "override_budget": budget, "record_turn": False},
-                    )
+                    job_kwargs.update(override_budget=budget, record_turn=False)
+                    job = make_job(query, kwargs.get("session_id"), **job_kwargs)
                     requests.append(await self._runner.submit(job))
                 for request in requests:
                     await request.done.wait()
@@ -484,54 +504,30 @@ class AsyncContextEngine:
         if cache is not None:
             await self._runner.barrier(cache.clear)
 
+    def statistics(self) -> EngineStatistics:
+        """A snapshot of the engine's load and state (for operators and tests)."""
+        runner, state = self._runner, self._state
+        return EngineStatistics(
+            in_flight=runner.in_flight,
+            max_in_flight=runner.settings.max_in_flight,
+            free_slots=int(runner.slots.value),
+            single_flights=runner.single_flights,
+            workers=runner.settings.workers,
+            sessions=len(state.sessions),
+            cached_contexts=0 if state.cache is None else int(state.cache.stats["size"]),
+            corpus_size=self.corpus_size,
+            corpus_version=self.corpus_version,
+            vector_dtype=self._indexes.dtype,
+        )
+
     @property
     def embedder_calls(self) -> int:
         """How many times the query/corpus embedder was called by this engine."""
-        embedder = self._runner.embedder
+        embedder = self._state.query_embedder
         return 0 if embedder is None else embedder.calls
 
 
 # -- helpers -------------------------------------------------------------------------
-
-
-def _make_job(
-    query: Any,
-    metadata_filters: dict[str, Any] | None,
-    max_chunks: int | None,
-    override_budget: int | None,
-    use_history: bool,
-    record_turn: bool,
-    session_id: str | None,
-) -> Job:
-    return Job(
-        query=query,
-        options=RunOptions(
-            metadata_filters=metadata_filters,
-            max_chunks=max_chunks,
-            override_budget=override_budget,
-            use_history=use_history,
-            record_turn=record_turn,
-            session_id=session_id,
-        ),
-    )
-
-
-_RUN_KEYWORDS = ("metadata_filters", "max_chunks", "override_budget", "use_history", "record_turn")
-
-
-def _make_job_kwargs(query: Any, session_id: str | None, kwargs: Mapping[str, Any]) -> Job:
-    unknown = set(kwargs) - set(_RUN_KEYWORDS)
-    if unknown:
-        raise TypeError(f"run() got an unexpected keyword argument {sorted(unknown)[0]!r}")
-    return _make_job(
-        query,
-        kwargs.get("metadata_filters"),
-        kwargs.get("max_chunks"),
-        kwargs.get("override_budget"),
-        kwargs.get("use_history", True),
-        kwargs.get("record_turn", True),
-        session_id,
-    )
 
 
 async def _await_and_release(request: Request, limit: anyio.Semaphore) -> None:

@@ -220,7 +220,7 @@ def _events_for(request: Request, stage: str, duration_ms: float) -> list[StageE
     # budget actually used into the analysis (a cache hit has no budget stage:
     # its analysis, with the analyzer's budget, is final at once).
     from_cache = job.result is not None
-    if (stage == "budget" or (stage == "analysis" and from_cache)) and job.analysis is not None:
+    if (stage == "budget" or (stage == "cache_lookup" and from_cache)) and job.analysis is not None:
         a = job.analysis
         return [
             AnalysisEvent(

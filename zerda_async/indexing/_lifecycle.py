@@ -27,6 +27,7 @@ import anyio.to_thread
 
 from zerda_async.core.index import VectorDType, VectorIndex
 from zerda_async.core.models import SourceQuality
+from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
 from zerda_async.embedders._embedder import Embedder
 from zerda_async.errors import IndexStateError
 from zerda_async.indexing._live_index import LiveIndex, build_live_index
@@ -35,9 +36,6 @@ from zerda_async.pipeline._async_runner import AsyncRunner
 from zerda_async.pipeline._state import EngineState
 
 __all__ = ["IndexLifecycle"]
-
-EmbedFn = Callable[[Any], Any]
-BatchEmbedFn = Callable[[list[Any]], Any]
 
 
 class IndexLifecycle:
@@ -104,10 +102,10 @@ class IndexLifecycle:
         state = self._state
         state.retriever = retriever
         state.cache_corpus_version = live.corpus.version
-        self._runner.corpus_size = live.corpus.n_live
+        self._runner.speculation.corpus_size = live.corpus.n_live
         embedder = live.embedder
         ahead = embedder is not None and (embedder.is_async or embedder.batches)
-        self._runner.embedder = embedder if ahead else None
+        self._state.query_embedder = embedder if ahead else None
         # Reliability: the retriever then calls caller code that may block (a
         # plain query embedder, a vector-store adapter), so the speculative
         # stages always run in a worker thread, never on the event loop.

@@ -1,12 +1,13 @@
 """The pipeline layer: the stage list, the per-request job, the walker and the two runners.
 
-``STAGES`` is the documented run order; :func:`run_job` walks it synchronously (the
-sync facade) and :class:`AsyncRunner` runs the same stage objects for many
-concurrent requests (the async engine).  Internal: no stability promise.
+``STAGES`` is the documented run order; :func:`walk` is the one loop over it
+for one job; :func:`run_job` drives it synchronously (the sync facade) and
+:class:`AsyncRunner` runs the same stage objects for many concurrent requests
+(the async engine).  Internal: no stability promise outside zerda-async.
 """
 
 from zerda_async.pipeline._async_runner import AsyncRunner
-from zerda_async.pipeline._job import Job, RunOptions
+from zerda_async.pipeline._job import RUN_KEYWORDS, Ahead, Job, RunOptions, make_job
 from zerda_async.pipeline._offload import OffloadPolicy, apply_group
 from zerda_async.pipeline._operations import (
     MultiQueryPlan,
@@ -17,23 +18,28 @@ from zerda_async.pipeline._operations import (
     join_multi_query,
     plan_multi_query,
 )
-from zerda_async.pipeline._requests import FINISHED, Request, RunnerSettings
+from zerda_async.pipeline._requests import FINISHED, Phase, Request, RunnerSettings
 from zerda_async.pipeline._stages import STAGES, Stage, build_result
-from zerda_async.pipeline._state import EngineState
-from zerda_async.pipeline._sync_runner import apply_stage, run_job
+from zerda_async.pipeline._state import Components, EngineState
+from zerda_async.pipeline._walker import StageCallback, apply_stage, run_job, walk
 
 __all__ = [
     "FINISHED",
+    "RUN_KEYWORDS",
     "STAGES",
+    "Ahead",
     "AsyncRunner",
+    "Components",
     "EngineState",
     "Job",
     "MultiQueryPlan",
     "OffloadPolicy",
+    "Phase",
     "Request",
     "RunOptions",
     "RunnerSettings",
     "Stage",
+    "StageCallback",
     "apply_group",
     "apply_stage",
     "build_context",
@@ -42,6 +48,8 @@ __all__ = [
     "compress_context",
     "context_stats",
     "join_multi_query",
+    "make_job",
     "plan_multi_query",
     "run_job",
+    "walk",
 ]

@@ -1,15 +1,17 @@
-"""The per-request record that flows through the stages."""
+"""The per-request record that flows through the stages, and the one way to make it."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from zerda_async.core.models import ContextResult, QueryAnalysis, ScoredChunk
 
-__all__ = ["Job", "RunOptions"]
+__all__ = ["RUN_KEYWORDS", "Ahead", "Job", "RunOptions", "check_run_keywords", "make_job"]
 
 
 class RunOptions(msgspec.Struct, frozen=True):
@@ -21,6 +23,29 @@ class RunOptions(msgspec.Struct, frozen=True):
     use_history: bool = True
     record_turn: bool = True
     session_id: str | None = None
+
+
+RUN_KEYWORDS: tuple[str, ...] = tuple(
+    name for name in RunOptions.__struct_fields__ if name != "session_id"
+)
+"""The documented keyword arguments of ``run()`` (``session_id`` is the async engine's own)."""
+
+
+@dataclass(slots=True)
+class Ahead:
+    """Stages a runner applied to a job ahead of its turn (the async runner's speculation).
+
+    They hold only for the effective ``query`` and the index ``epoch`` they
+    were applied for; the walker checks both and applies the stages itself
+    when either changed.  ``error`` is what stage ``error_stage`` raised: the
+    walk raises it when it reaches that stage, in its documented place.
+    """
+
+    query: Any
+    epoch: int
+    applied: set[str] = field(default_factory=set)
+    error: BaseException | None = None
+    error_stage: str | None = None
 
 
 class Job(msgspec.Struct):
@@ -48,8 +73,22 @@ class Job(msgspec.Struct):
     elapsed_ms: float = 0.0
     result: ContextResult | None = None
     timings: dict[str, float] = msgspec.field(default_factory=dict)
+    ahead: Ahead | None = None
 
-    @property
-    def finished(self) -> bool:
-        """True once a result exists (a cache hit finishes the run early)."""
-        return self.result is not None
+
+def make_job(query: Any, session_id: str | None = None, **run_kwargs: Any) -> Job:
+    """The job of one ``run(query, **run_kwargs)`` call; every engine entry point uses it.
+
+    ``run_kwargs`` are the documented keywords of ``run()``
+    (:data:`RUN_KEYWORDS`); any other raises the ``TypeError`` Python raises
+    for an unexpected keyword, before anything is submitted.
+    """
+    check_run_keywords(run_kwargs)
+    return Job(query=query, options=RunOptions(session_id=session_id, **run_kwargs))
+
+
+def check_run_keywords(run_kwargs: Mapping[str, Any]) -> None:
+    """Raise ``TypeError`` naming the first keyword that ``run()`` does not take."""
+    unknown = set(run_kwargs) - set(RUN_KEYWORDS)
+    if unknown:
+        raise TypeError(f"run() got an unexpected keyword argument {sorted(unknown)[0]!r}")

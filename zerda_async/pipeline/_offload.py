@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._stages import Stage
 from zerda_async.pipeline._state import EngineState
-from zerda_async.pipeline._sync_runner import apply_stage
+from zerda_async.pipeline._walker import apply_stage
 
 __all__ = ["OffloadPolicy", "apply_group"]
 

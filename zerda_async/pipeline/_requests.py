@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
-from typing import Any
 
 import anyio
 
@@ -11,7 +11,7 @@ from zerda_async.core.models import ContextResult
 from zerda_async.errors import EngineClosedError
 from zerda_async.pipeline._job import Job
 
-__all__ = ["FINISHED", "Barrier", "EmbedCall", "EventSink", "Request", "RunnerSettings"]
+__all__ = ["FINISHED", "Barrier", "EmbedCall", "EventSink", "Phase", "Request", "RunnerSettings"]
 
 EventSink = Callable[["Request", str, float], None]
 """Called with (request, stage name, duration ms) as a request's stages complete."""
@@ -49,6 +49,17 @@ class RunnerSettings:
         self.offload_min_corpus = offload_min_corpus
 
 
+class Phase(enum.Enum):
+    """Where a request is in the async runner; only read to say where a timed-out one was."""
+
+    SLOT = "slot"  # waiting for an in-flight slot
+    EMBEDDING = "embedding"  # its query embedding is being computed
+    WORKER = "worker"  # queued for a speculation worker
+    SPECULATION = "speculation"  # its speculative stages are running
+    QUEUED = "queued"  # waiting for earlier requests to commit
+    COMMIT = "commit"  # its commit (the walk over the stage list) is running
+
+
 class Request:
     """A job inside the async runner, with its synchronisation and outcome."""
 
@@ -56,29 +67,24 @@ class Request:
         self.job = job
         self.sink = sink
         self.done = anyio.Event()
+        # Set once the request's speculation is over (or skipped): the commit
+        # task waits for it before committing the request.
         self.speculated = anyio.Event()
         self.outcome: ContextResult | BaseException | None = None
         self.cancelled = False
         self.committing = False
+        # A single-flight follower: an identical cache miss is in flight ahead
+        # of it, so it skips speculation and most likely hits the cache.
         self.skip_speculation = False
-        self.spec_query: Any = None
-        self.spec_version = -1
-        self.spec_error: BaseException | None = None
-        self.spec_error_stage: str | None = None
-        # Set while the commit task re-runs this request's speculation ahead
-        # of its commit (see AsyncRunner._prepare); abandon() cancels it.
-        self.prepare_scope: anyio.CancelScope | None = None
         # The query's documented cache key while it leads a single flight (the
         # cache key proper may also carry the corpus version, see EngineState).
         self.flight_key: str | None = None
-        # Set while a speculation worker runs this request's speculative
-        # stages, and while its query embedding call is awaited: abandon()
-        # cancels them so a hung dependency does not hold the pipeline.
+        # Cancelled by abandon(): the scope of the speculation running for this
+        # request (in a worker or ahead of its commit) and its embedder call,
+        # so a hung dependency does not hold the pipeline.
         self.spec_scope: anyio.CancelScope | None = None
         self.embed_call: EmbedCall | None = None
-        # Where the request is ("slot", "embedding", "worker", "speculation",
-        # "queued", "commit"); only read to say where a timed-out request was.
-        self.phase = "slot"
+        self.phase = Phase.SLOT
 
     def result(self) -> ContextResult:
         """The result, or the exception the request failed with."""

@@ -1,28 +1,24 @@
 """The run as one ordered list of stages.
 
-Each stage is a small object with a ``name``, an ``access`` tag and a sync
-``apply(job, state)``.  ``access`` tells a runner what the stage touches:
+Each stage is a small object with a ``name`` and a sync ``apply(job, state)``;
+a stage that must await I/O (the query embedding of a coroutine embedder)
+also says so in :meth:`Stage.awaits` and implements :meth:`Stage.apply_async`.
+The walker (:mod:`._walker`) applies them in order for one job; both runners
+use it, so the same request runs the same stages in the same order either way.
 
-* ``"pure"`` — reads only the job, the components and index-time state, so it
-  may run ahead of earlier requests, concurrently, in a worker thread;
-* ``"shared"`` — reads or writes state other requests see (cache, histories,
-  adaptive statistics), so it must run in submission order.
-
-``speculative`` marks the pure stages whose only input besides index-time
-state is the effective query (analysis, retrieval, source quality, filter,
-rank).  The async runner runs them ahead on the raw query and keeps their
-output when the history stage leaves the query unchanged.
-
-The sync runner simply loops over :data:`STAGES`; the async runner executes the
-same objects, reordering only ``pure`` stages, which is why both return the
-same result for the same request.
+``speculative`` marks the stages whose only inputs are the effective query and
+index-time state (query embedding, analysis, retrieval, source quality, filter,
+rank): they read no state that other requests change, so the async runner
+applies them ahead of the request's turn, concurrently, and the walker keeps
+that work when the history stage left the query as it was.  The other stages
+read or write shared state (cache, histories, adaptive budget) or need the
+budget (composition, guard), and run in submission order.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from typing import Literal
 
 from zerda_async.core.models import ContextResult
 from zerda_async.pipeline._job import Job
@@ -40,6 +36,7 @@ __all__ = [
     "Guard",
     "HistoryEnrichment",
     "HistoryRecord",
+    "QueryEmbedding",
     "Rank",
     "Retrieval",
     "SourceQuality",
@@ -47,29 +44,38 @@ __all__ = [
     "build_result",
 ]
 
-Access = Literal["pure", "shared"]
-
 
 class Stage(ABC):
     """One step of the pipeline; subclasses implement :meth:`apply`."""
 
     name: str = "stage"
-    access: Access = "pure"
     speculative: bool = False
+
+    @property
+    def error_name(self) -> str:
+        """The stage named on an exception this stage raises (see ``errors.failed_stage``)."""
+        return self.name
 
     @abstractmethod
     def apply(self, job: Job, state: EngineState) -> None:
         """Advance ``job`` by this step."""
 
+    def awaits(self, state: EngineState) -> bool:
+        """True when this stage must be applied with :meth:`apply_async` for ``state``."""
+        return False
+
+    async def apply_async(self, job: Job, state: EngineState) -> None:
+        """Advance ``job`` by this step, awaiting I/O (only called when :meth:`awaits`)."""
+        self.apply(job, state)
+
     def __repr__(self) -> str:
-        return f"<stage {self.name} ({self.access})>"
+        return f"<stage {self.name}>"
 
 
 class CacheLookup(Stage):
     """Step 0: a cached context for the raw query ends the run with a cache-hit result."""
 
     name = "cache_lookup"
-    access = "shared"
 
     def apply(self, job: Job, state: EngineState) -> None:
         if state.cache is None:
@@ -93,7 +99,6 @@ class HistoryEnrichment(Stage):
     """Step 1: prefix the query with the recent answered turns of its conversation."""
 
     name = "history_enrichment"
-    access = "shared"
 
     def apply(self, job: Job, state: EngineState) -> None:
         job.effective_query = job.query
@@ -106,7 +111,6 @@ class Analysis(Stage):
     """Step 2: analyse the (possibly enriched) query."""
 
     name = "analysis"
-
     speculative = True
 
     def apply(self, job: Job, state: EngineState) -> None:
@@ -117,7 +121,6 @@ class Budget(Stage):
     """Step 3: the override, or the adaptive suggestion; written into the analysis."""
 
     name = "budget"
-    access = "shared"
 
     def apply(self, job: Job, state: EngineState) -> None:
         assert job.analysis is not None
@@ -125,11 +128,39 @@ class Budget(Stage):
         job.analysis.context_budget = job.budget
 
 
+class QueryEmbedding(Stage):
+    """Step 4a: embed the effective query ahead of retrieval, when the engine can await it.
+
+    Only an engine with a coroutine or batch embedder (``state.query_embedder``)
+    embeds here; otherwise the retriever embeds the query itself, as the
+    documented engine does, and this stage does nothing.  The embedding is
+    part of the documented retrieval step, so its errors name ``retrieval``.
+    """
+
+    name = "query_embedding"
+    speculative = True
+
+    @property
+    def error_name(self) -> str:
+        return "retrieval"
+
+    def apply(self, job: Job, state: EngineState) -> None:
+        if self.awaits(state):
+            raise RuntimeError("query_embedding awaits its embedder: apply it with apply_async")
+
+    def awaits(self, state: EngineState) -> bool:
+        return state.query_embedder is not None
+
+    async def apply_async(self, job: Job, state: EngineState) -> None:
+        embedder = state.query_embedder
+        if embedder is not None:
+            job.query_vector = (await embedder.embed_many([job.effective_query]))[0]
+
+
 class Retrieval(Stage):
     """Step 4: hybrid retrieval of candidates for the effective query."""
 
     name = "retrieval"
-
     speculative = True
 
     def apply(self, job: Job, state: EngineState) -> None:
@@ -151,7 +182,6 @@ class SourceQuality(Stage):
     """Step 4b: apply the index-time source-quality map to the candidates, in place."""
 
     name = "source_quality"
-
     speculative = True
 
     def apply(self, job: Job, state: EngineState) -> None:
@@ -168,7 +198,6 @@ class Filter(Stage):
     """Step 5: noise, length and duplicate filtering."""
 
     name = "filter"
-
     speculative = True
 
     def apply(self, job: Job, state: EngineState) -> None:
@@ -179,7 +208,6 @@ class Rank(Stage):
     """Step 6: multi-factor ranking (overwrites ``composite_score`` in place)."""
 
     name = "rank"
-
     speculative = True
 
     def apply(self, job: Job, state: EngineState) -> None:
@@ -215,7 +243,6 @@ class CacheStore(Stage):
     """Step 9: cache the context when the guard passed."""
 
     name = "cache_store"
-    access = "shared"
 
     def apply(self, job: Job, state: EngineState) -> None:
         if state.cache is not None and job.cache_key and job.guard_passed:
@@ -226,7 +253,6 @@ class HistoryRecord(Stage):
     """Step 10: record the raw query and its context as a new (unanswered) turn."""
 
     name = "history_record"
-    access = "shared"
 
     def apply(self, job: Job, state: EngineState) -> None:
         # Sessions are evicted least recently run first (the sync facade has none).
@@ -240,7 +266,6 @@ class AdaptiveRecord(Stage):
     """Step 11: feed the adaptive budget statistics."""
 
     name = "adaptive_record"
-    access = "shared"
 
     def apply(self, job: Job, state: EngineState) -> None:
         job.elapsed_ms = (time.perf_counter() - job.t_start) * 1000
@@ -259,6 +284,7 @@ STAGES: tuple[Stage, ...] = (
     HistoryEnrichment(),
     Analysis(),
     Budget(),
+    QueryEmbedding(),
     Retrieval(),
     SourceQuality(),
     Filter(),

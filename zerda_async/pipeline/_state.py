@@ -10,8 +10,8 @@ adaptive statistics).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 from zerda_async.core.adaptive import AdaptiveLearningSystem
 from zerda_async.core.budget import EqualBudgetAllocation
@@ -30,12 +30,28 @@ from zerda_async.core.retrieval import (
     MetadataRetriever,
     VectorRetriever,
 )
+from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
+from zerda_async.embedders import Embedder
 from zerda_async.errors import MissingSourceQualityMap
 
-__all__ = ["EmbedFn", "EngineState", "MissingSourceQualityMap"]
+__all__ = ["Components", "EngineState"]
 
-EmbedFn = Callable[[str], Any]
-"""Maps one text to a vector (anything ``numpy.asarray`` accepts)."""
+
+class Components(TypedDict, total=False):
+    """The injectable components of an engine; a missing or ``None`` one is the documented default.
+
+    The one list of them: the sync facade passes its documented positional
+    parameters as this record, the async engine takes them as keywords.
+    """
+
+    query_analyzer: Any
+    retriever: Any
+    chunk_filter: Any
+    ranker: Any
+    composer: Any
+    guard: Any
+    budget_allocator: Any
+    length_counter: LengthCounter | None
 
 
 class EngineState:
@@ -48,30 +64,30 @@ class EngineState:
     def __init__(
         self,
         config: ContextEngineConfig | None = None,
-        query_analyzer: Any = None,
-        retriever: Any = None,
-        chunk_filter: Any = None,
-        ranker: Any = None,
-        composer: Any = None,
-        guard: Any = None,
-        budget_allocator: Any = None,
-        length_counter: LengthCounter | None = None,
+        components: Components | None = None,
         *,
         owner_name: str = "ContextEngine",
         max_sessions: int | None = None,
         bounded_cache: bool = False,
     ) -> None:
+        given: Components = components or {}
         self.config = config or ContextEngineConfig()
-        self.counter: LengthCounter = length_counter or char_counter
-        self.analyzer: Any = query_analyzer or build_query_analyzer(self.config)
-        self.chunk_filter: Any = chunk_filter or ChunkFilter(self.config)
-        self.ranker: Any = ranker or CompositeRanker(self.config)
-        self.composer: Any = composer or SmartContextComposer(self.config, self.counter)
-        self.guard: Any = guard or ContextGuard(self.config)
+        self.counter: LengthCounter = given.get("length_counter") or char_counter
+        self.analyzer: Any = given.get("query_analyzer") or build_query_analyzer(self.config)
+        self.chunk_filter: Any = given.get("chunk_filter") or ChunkFilter(self.config)
+        self.ranker: Any = given.get("ranker") or CompositeRanker(self.config)
+        self.composer: Any = given.get("composer") or SmartContextComposer(
+            self.config, self.counter
+        )
+        self.guard: Any = given.get("guard") or ContextGuard(self.config)
         # Stored for compatibility; the documented engine never consults it.
-        self.budget_allocator: Any = budget_allocator or EqualBudgetAllocation()
+        self.budget_allocator: Any = given.get("budget_allocator") or EqualBudgetAllocation()
         self.adaptive = AdaptiveLearningSystem(self.config)
-        self.retriever = retriever
+        self.retriever = given.get("retriever")
+        # Set by the async engine when queries are embedded ahead of retrieval
+        # (a coroutine or batch embedder, see the query_embedding stage); the
+        # sync facade's retriever embeds queries itself.
+        self.query_embedder: Embedder | None = None
         cache_cfg = self.config.cache
         # The async engine asks for a cache that never exceeds max_size (see
         # BoundedContextCache); the sync facade keeps the documented one.
@@ -166,7 +182,7 @@ class EngineState:
         vector_store_adapter: Any = None,
         source_quality_map: Mapping[str, SourceQuality] | None = None,
         *,
-        batch_embed_fn: Callable[[list[str]], Any] | None = None,
+        batch_embed_fn: BatchEmbedFn | None = None,
     ) -> bool:
         """Build retrievers over ``chunks`` (the documented ``index`` semantics).
 

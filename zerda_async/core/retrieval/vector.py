@@ -23,11 +23,14 @@ from ._common import HashMemo, chunk_text, live_items, stable_top
 
 __all__ = ["COSINE_DECIMALS", "BatchEmbedFn", "EmbedFn", "QueryCheck", "VectorRetriever"]
 
-EmbedFn = Callable[[Any], ArrayLike]
-"""Embeds one text; the result is flattened to a 1-D float64 vector."""
+EmbedFn = Callable[[Any], Any]
+"""Embeds one text: a vector (anything ``numpy.asarray`` accepts, flattened to 1-D).
 
-BatchEmbedFn = Callable[[list[Any]], ArrayLike]
-"""Embeds a list of texts at once; the result must have one row per text."""
+The one embedder-function type of the project.  The async engine also takes
+coroutine functions of this shape (``async def embed(text)``)."""
+
+BatchEmbedFn = Callable[[list[Any]], Any]
+"""Embeds a list of texts at once: one row per text (the async engine also awaits coroutines)."""
 
 QueryCheck = Callable[[Any, int], NDArray[np.float64]]
 """Validates a query vector against the index dimension; returns it flat (float64)."""

@@ -1,0 +1,121 @@
+"""The package's import graph: no cycle, and no import from a lower layer to a higher one.
+
+The layers, lowest first (ARCHITECTURE.md draws them); a module may import
+its own layer and the ones below it.  Imports inside functions and under
+``TYPE_CHECKING`` count too: a lazy import that runs up is still an arrow up.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LAYERS: list[tuple[str, ...]] = [
+    ("zerda_async.errors",),
+    ("zerda_async.core", "zerda_async.runtime"),
+    ("zerda_async.embedders",),
+    ("zerda_async.stores",),
+    ("zerda_async.pipeline",),
+    ("zerda_async.indexing",),
+    ("zerda_async.events",),
+    ("zerda_async.engine",),
+    ("sync_api",),
+    ("zerda_async.apps", "zerda_async.integrations"),
+    ("zerda_async", "zerda_async._compat"),
+]
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in ("zerda_async", "sync_api"):
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _layer(module: str) -> int:
+    best, rank = -1, -1
+    for i, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), i
+    assert rank >= 0, f"{module} is in no layer: add it to LAYERS"
+    return rank
+
+
+def _imports(module: str, path: Path) -> Iterator[str]:
+    is_package = path.name == "__init__.py"
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for name in names:
+            # The longest prefix that is one of our modules (``from x import y``
+            # names a module when x.y is one).
+            parts = name.split(".")
+            while parts and ".".join(parts) not in MODULES:
+                parts.pop()
+            if parts:
+                yield ".".join(parts)
+
+
+GRAPH = {m: sorted(set(_imports(m, p)) - {m}) for m, p in MODULES.items()}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_import_runs_up(module: str) -> None:
+    upward = [
+        target
+        for target in GRAPH[module]
+        if _layer(target) > _layer(module)
+        # a package may re-export from its own submodules
+        and not target.startswith(module + ".")
+    ]
+    assert not upward, f"{module} (layer {_layer(module)}) imports higher layers: {upward}"
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for target in GRAPH.get(node, ()):
+            if state.get(target) == 1:
+                cycle = [*stack[stack.index(target) :], target]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target)
+        stack.pop()
+        state[node] = 2
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module)
+
+
+def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
+    """The walk is not vacuous: it finds the arrows that exist."""
+    assert "zerda_async.core.config" in GRAPH["zerda_async.pipeline._state"]
+    assert _layer("zerda_async.apps.cli") > _layer("zerda_async.engine._engine")
+    assert "zerda_async.errors" in GRAPH["zerda_async.core.config"]

@@ -1,0 +1,128 @@
+"""The commit phase: one task that walks each request's stage list in submission order.
+
+Everything that reads or writes shared state (cache, histories, adaptive
+budget) happens here, one request after another, so concurrent requests
+return what running them one by one would.  Before a request's walk, the
+phase makes its speculation hold (:meth:`CommitPhase.prepare`); the walk then
+keeps the stages applied ahead and applies the others.  Barriers (index
+changes, ``clear_cache``) travel on the same stream and apply between commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from zerda_async.core.models import ContextResult
+from zerda_async.pipeline._job import Job
+from zerda_async.pipeline._requests import Barrier, Phase, Request
+from zerda_async.pipeline._speculation import Speculation
+from zerda_async.pipeline._stages import HistoryEnrichment, Stage
+from zerda_async.pipeline._state import EngineState
+from zerda_async.pipeline._walker import walk
+
+__all__ = ["CommitPhase"]
+
+_UNKNOWN: Any = object()
+
+
+class CommitPhase:
+    """Commits requests (and applies barriers) in the order they were submitted."""
+
+    def __init__(
+        self,
+        state: EngineState,
+        stages: Sequence[Stage],
+        speculation: Speculation,
+        finish: Callable[[Request], None],
+    ) -> None:
+        self.state = state
+        self.stages = tuple(stages)
+        self.speculation = speculation
+        self.finish = finish
+        self._enrichment = next((s for s in self.stages if isinstance(s, HistoryEnrichment)), None)
+
+    async def run(self, recv: MemoryObjectReceiveStream[Request | Barrier]) -> None:
+        """Take requests and barriers off ``recv`` until it is closed and drained."""
+        async with recv:
+            async for item in recv:
+                if isinstance(item, Barrier):
+                    try:
+                        item.apply()
+                    except Exception as exc:
+                        item.error = exc
+                    item.done.set()
+                    continue
+                await item.speculated.wait()
+                try:
+                    if item.cancelled:
+                        continue
+                    await self.prepare(item)
+                    if item.cancelled:
+                        continue
+                    item.phase = Phase.COMMIT
+                    item.committing = True
+                    try:
+                        item.outcome = await self.commit(item)
+                    except Exception as exc:
+                        item.outcome = exc
+                finally:
+                    self.finish(item)
+
+    async def commit(self, request: Request) -> ContextResult:
+        """Walk the stage list for ``request``, reporting each stage to its event sink."""
+        sink = request.sink
+
+        def on_stage(name: str, duration_ms: float) -> None:
+            if sink is not None:
+                sink(request, name, duration_ms)
+
+        return await walk(request.job, self.state, self.stages, on_stage)
+
+    async def prepare(self, request: Request) -> None:
+        """Redo the speculation that history or an index change made stale, before committing.
+
+        Re-running the speculative stages is the only await before a commit.
+        Inside the walk it would come after the cache lookup had counted, so
+        a caller giving up meanwhile could not leave the engine untouched;
+        done here, before any stage touches shared state, ``abandon`` simply
+        cancels it and the request is skipped.  Nothing else commits
+        meanwhile, so the prediction holds when the walk starts (the walk
+        checks again, and applies stale stages itself).
+        """
+        job = request.job
+        effective = self._peek_effective_query(job)
+        if effective is _UNKNOWN:
+            return  # the walk raises the history stage's error in its place
+        ahead = job.ahead
+        if ahead is not None and ahead.query == effective and ahead.epoch == self.state.epoch:
+            return
+        if request.skip_speculation and self._cache_will_hit(job):
+            return
+        await self.speculation.apply(request, effective)
+
+    def _peek_effective_query(self, job: Job) -> Any:
+        """The query the history stage will produce, without changing any state."""
+        session_id = job.options.session_id
+        if self._enrichment is None:
+            return job.query
+        if session_id is not None and session_id not in self.state.sessions:
+            return job.query  # the stage would create an empty conversation: no enrichment
+        try:
+            self._enrichment.apply(job, self.state)
+        except Exception:
+            return _UNKNOWN
+        return job.effective_query
+
+    def _cache_will_hit(self, job: Job) -> bool:
+        """True when the cache lookup will find this query (without counting a lookup)."""
+        cache = self.state.cache
+        if cache is None:
+            return False
+        try:
+            key = self.state.cache_key(job.query, job.options.metadata_filters)
+        except Exception:
+            return True  # the walk raises the documented error at the cache lookup
+        return cache.contains(key)

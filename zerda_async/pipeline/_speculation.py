@@ -1,0 +1,137 @@
+"""The speculation phase: a request's speculative stages, applied ahead of its commit.
+
+Workers take requests off the speculation stream and apply the speculative
+stages (analysis, retrieval, source quality, filter, rank; the query
+embedding is usually applied before, by the embedding phase) for the raw
+query, recording them in the job's :class:`~._job.Ahead`.  Consecutive sync
+stages run as one group, on the event loop or in one worker-thread hop as the
+:class:`~._offload.OffloadPolicy` says; a stage that awaits is awaited.
+
+The commit phase calls :meth:`Speculation.apply` again, before a request's
+commit, when history enrichment changed the query or the index changed since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from zerda_async.errors import annotate_stage_error
+from zerda_async.pipeline._job import Ahead, Job
+from zerda_async.pipeline._offload import OffloadPolicy, apply_group
+from zerda_async.pipeline._requests import Phase, Request
+from zerda_async.pipeline._stages import Stage
+from zerda_async.pipeline._state import EngineState
+from zerda_async.pipeline._walker import apply_stage_async
+from zerda_async.runtime import run_in_thread
+
+__all__ = ["Speculation"]
+
+
+class Speculation:
+    """Applies the speculative stages of requests ahead of their commits."""
+
+    def __init__(
+        self,
+        state: EngineState,
+        stages: Sequence[Stage],
+        policy: OffloadPolicy,
+        limiter: anyio.CapacityLimiter,
+    ) -> None:
+        self.state = state
+        self.stages = tuple(s for s in stages if s.speculative)
+        self.policy = policy
+        self.limiter = limiter
+        # Set by the engine's index lifecycle: the corpus size decides the
+        # placement before the policy has measured anything.
+        self.corpus_size = 0
+
+    async def worker(self, recv: MemoryObjectReceiveStream[Request]) -> None:
+        """One speculation worker: apply each request's speculative stages, in arrival order."""
+        async with recv:
+            async for request in recv:
+                if not request.cancelled:
+                    await self.apply(request, request.job.query)
+                request.phase = Phase.QUEUED
+                request.speculated.set()
+
+    async def apply(self, request: Request, query: Any) -> None:
+        """Apply the speculative stages not yet applied for ``query``; errors go into ``ahead``.
+
+        ``abandon()`` cancels the request's scope: the caller moves on at
+        once instead of waiting for a hung call (whose thread is abandoned).
+        """
+        job = request.job
+        job.effective_query = query
+        ahead = self._ahead_for(job, query)
+        todo = self._todo(ahead)
+        request.phase = Phase.SPECULATION
+        with anyio.CancelScope() as scope:
+            request.spec_scope = scope
+            try:
+                await self._apply_stages(job, todo)
+            except Exception as exc:
+                failed = next((s for s in todo if s.name not in job.timings), todo[-1])
+                annotate_stage_error(exc, failed.error_name)
+                ahead.error, ahead.error_stage = exc, failed.name
+            finally:
+                ahead.applied.update(s.name for s in todo if s.name in job.timings)
+        request.spec_scope = None
+
+    def _ahead_for(self, job: Job, query: Any) -> Ahead:
+        """The job's speculation record for ``query``, keeping what still holds."""
+        old = job.ahead
+        epoch = self.state.epoch
+        if old is not None and old.query == query and old.epoch == epoch:
+            return old
+        ahead = Ahead(query=query, epoch=epoch)
+        if old is not None and old.query == query and old.error is None:
+            # The query vector depends on the query only: an index change
+            # does not make it stale.
+            ahead.applied = {
+                s.name for s in self.stages if s.name in old.applied and s.awaits(self.state)
+            }
+        # Forget stale timings, so where() names the stage running now.
+        for stage in self.stages:
+            if stage.name not in ahead.applied:
+                job.timings.pop(stage.name, None)
+        job.ahead = ahead
+        return ahead
+
+    def _todo(self, ahead: Ahead) -> list[Stage]:
+        """The speculative stages still to apply, in order, up to a recorded error."""
+        todo = []
+        for stage in self.stages:
+            if ahead.error is not None and stage.name == ahead.error_stage:
+                break
+            if stage.name not in ahead.applied:
+                todo.append(stage)
+        return todo
+
+    async def _apply_stages(self, job: Job, stages: Sequence[Stage]) -> None:
+        group: list[Stage] = []
+        for stage in stages:
+            if stage.awaits(self.state):
+                await self._run_group(job, group)
+                group = []
+                await apply_stage_async(stage, job, self.state)
+            else:
+                group.append(stage)
+        await self._run_group(job, group)
+
+    async def _run_group(self, job: Job, stages: Sequence[Stage]) -> None:
+        """Run consecutive sync stages inline or in one thread hop, as the policy says.
+
+        A cancelled hop abandons its thread (which finishes its current call
+        on its own): only the abandoned request's job is still written to.
+        """
+        if not stages:
+            return
+        if self.policy.should_offload(self.corpus_size):
+            cost = await run_in_thread(apply_group, job, self.state, stages, limiter=self.limiter)
+        else:
+            cost = apply_group(job, self.state, stages)
+        self.policy.observe(cost)

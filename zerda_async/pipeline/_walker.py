@@ -1,0 +1,122 @@
+"""The walker: the one loop over the stage list for one job, used by both runners.
+
+:func:`walk` applies each stage in order — timing it, naming it on an
+exception, logging it, reporting it to the caller's ``on_stage`` — and stops
+at a cache hit.  A stage the async runner already applied ahead (its
+speculation, see :class:`~._job.Ahead`) is kept when it still holds and
+applied again when not; a stage that must await (a coroutine embedder) is
+awaited.
+
+:func:`walk` is a coroutine so that one implementation serves both runners:
+the sync runner (:func:`run_job`) drives it to completion without an event
+loop — no stage awaits there, so the coroutine finishes on its first step —
+and the async runner's commit awaits it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Sequence
+from time import perf_counter
+from typing import Any, TypeVar
+
+from zerda_async.core.models import ContextResult
+from zerda_async.errors import annotate_stage_error
+from zerda_async.pipeline._job import Job
+from zerda_async.pipeline._observe import emit_stage_event
+from zerda_async.pipeline._stages import STAGES, Stage, build_result
+from zerda_async.pipeline._state import EngineState
+
+__all__ = ["StageCallback", "apply_stage", "run_job", "walk"]
+
+StageCallback = Callable[[str, float], None]
+"""Called with (stage name, duration ms) after each stage of a walk, in order."""
+
+_T = TypeVar("_T")
+
+
+def apply_stage(stage: Stage, job: Job, state: EngineState) -> float:
+    """Apply one sync stage, record its duration in ``job.timings`` and return it (ms).
+
+    An exception propagates unchanged, with a note naming the stage.  Every
+    place that applies a stage (the walk, the async runner's speculation)
+    goes through here or :func:`apply_stage_async`.
+    """
+    started = perf_counter()
+    try:
+        stage.apply(job, state)
+    except Exception as exc:
+        annotate_stage_error(exc, stage.error_name)
+        raise
+    duration = (perf_counter() - started) * 1000
+    job.timings[stage.name] = duration
+    return duration
+
+
+async def apply_stage_async(stage: Stage, job: Job, state: EngineState) -> float:
+    """:func:`apply_stage` for a stage that awaits (``stage.awaits(state)``)."""
+    started = perf_counter()
+    try:
+        await stage.apply_async(job, state)
+    except Exception as exc:
+        annotate_stage_error(exc, stage.error_name)
+        raise
+    duration = (perf_counter() - started) * 1000
+    job.timings[stage.name] = duration
+    return duration
+
+
+def _applied_ahead(stage: Stage, job: Job, state: EngineState) -> bool:
+    """True when ``stage`` was applied ahead for this job's query and index; raises its error."""
+    ahead = job.ahead
+    if ahead is None or not stage.speculative:
+        return False
+    if ahead.query != job.effective_query or ahead.epoch != state.epoch:
+        # History enrichment changed the query, or the index changed since:
+        # the speculation is stale, and the walk applies the stages itself.
+        job.ahead = None
+        return False
+    if ahead.error is not None and ahead.error_stage == stage.name:
+        raise ahead.error
+    return stage.name in ahead.applied
+
+
+async def walk(
+    job: Job,
+    state: EngineState,
+    stages: Sequence[Stage] = STAGES,
+    on_stage: StageCallback | None = None,
+) -> ContextResult:
+    """Run ``job`` through ``stages`` in order and return its result (see the module docstring).
+
+    Exceptions propagate unchanged (the documented errors are part of the
+    contract) with a note naming the stage.
+    """
+    for stage in stages:
+        if job.result is not None:
+            break
+        if _applied_ahead(stage, job, state):
+            duration = job.timings.get(stage.name, 0.0)
+        elif stage.awaits(state):
+            duration = await apply_stage_async(stage, job, state)
+        else:
+            duration = apply_stage(stage, job, state)
+        emit_stage_event(job, stage.name, duration)
+        if on_stage is not None:
+            on_stage(stage.name, duration)
+    return build_result(job)
+
+
+def run_job(job: Job, state: EngineState, stages: Sequence[Stage] = STAGES) -> ContextResult:
+    """The sync runner: :func:`walk` driven to completion without an event loop."""
+    return _drive(walk(job, state, stages))
+
+
+def _drive(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run a coroutine that never suspends; raise if it tries to (a stage awaited)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        result: _T = done.value
+        return result
+    coroutine.close()
+    raise RuntimeError("a pipeline stage awaited I/O in the sync runner")
