@@ -12,8 +12,8 @@ always tokenised by the index's own analyser, so the two can never disagree.
   punctuation mark, Arabic ``؟ ، ؛ « »`` included, splits), NFKC and
   lower-casing, Arabic normalisation (tashkeel, tatweel and superscript alef
   removed; ``أ إ آ ٱ`` become ``ا``), a light Arabic stemmer (the article
-  ``ال وال بال كال فال لل`` or one proclitic ``و ب ل ف ك`` is stripped when
-  enough of the word remains), English stop words dropped and English words
+  ``ال وال بال كال فال لل`` or one proclitic ``و ب ل ف ك``, then one common
+  suffix, are stripped when enough of the word remains), English stop words dropped and English words
   reduced by the Snowball stemmer (PyStemmer, the ``stemming`` extra).
 * ``"multilingual-snowball"`` — the same, but Arabic words go through
   Snowball Arabic too (what bm25s users get); kept for comparison in
@@ -65,6 +65,9 @@ _ARABIC_LETTER = re.compile("[\u0621-\u064a]")
 
 _ARTICLES = ("وال", "بال", "كال", "فال", "لل", "ال")
 _PROCLITICS = frozenset("وبلفك")
+# Pronoun, dual, plural and feminine endings (the "light10" family of light
+# stemmers), longest first; one is removed at most.
+_SUFFIXES = ("ها", "ان", "ات", "ون", "ين", "يه", "ية", "ه", "ة", "ي")
 # A proclitic is stripped only when this many letters remain, so short
 # words ("ولد", "بلد", "كتب") keep their first letter; an article may leave
 # one letter less (the article itself is unambiguous: "الحب" -> "حب").
@@ -115,16 +118,23 @@ def normalize_arabic(text: str) -> str:
 
 
 def light_stem_arabic(word: str) -> str:
-    """``word`` without its article (two letters must remain) or one proclitic (three must).
+    """``word`` without its article or one proclitic, then without one common suffix.
 
-    The article forms are tried longest first (``وال`` before ``ال``); only
-    when none applies is a single proclitic (``و ب ل ف ك``) removed.
+    The article forms are tried longest first (``وال`` before ``ال``; two
+    letters must remain); only when none applies is a single proclitic
+    (``و ب ل ف ك``) removed (three must remain).  Then one suffix (``ها ان ات
+    ون ين يه ية ه ة ي``, longest first) goes when three letters remain.
     """
     for article in _ARTICLES:
         if word.startswith(article) and len(word) - len(article) >= _MIN_STEM - 1:
-            return word[len(article) :]
-    if len(word) > _MIN_STEM and word[0] in _PROCLITICS:
-        return word[1:]
+            word = word[len(article) :]
+            break
+    else:
+        if len(word) > _MIN_STEM and word[0] in _PROCLITICS:
+            word = word[1:]
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
+            return word[: -len(suffix)]
     return word
 
 
