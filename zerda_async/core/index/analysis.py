@@ -85,7 +85,7 @@ _ENGLISH_WORDS = """
     further just only other out over own same once"""
 _ARABIC_WORDS = """
     في من على الى إلى عن ما ماذا هو هي هم هذا هذه ذلك تلك التي الذي الذين ان أن إن كان
-    كانت او أو ثم قد لا لم لن مع بين كل بعض عند حتى اذا إذا هل اي أي"""
+    كانت او أو ثم قد لا لم لن مع بين كل بعض عند حتى اذا إذا هل اي أي متى كيف اين أين لماذا كم"""
 _ENGLISH_STOPWORDS = frozenset(_ENGLISH_WORDS.split())
 _ARABIC_STOPWORDS = frozenset(_ARABIC_WORDS.translate(_ALEF_FORMS).split())
 
