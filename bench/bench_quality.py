@@ -33,7 +33,6 @@ import argparse
 import gzip
 import json
 import random
-import re
 import statistics
 import sys
 import time
@@ -44,7 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (  # noqa: E402
+from _common import (
     BenchChunk,
     command_line,
     describe_load,
@@ -55,15 +54,18 @@ from _common import (  # noqa: E402
     write_summary,
 )
 
-from sync_api import ContextEngine  # noqa: E402
-from zerda_async import ContextEngineConfig  # noqa: E402
-from zerda_async.apps._ingest import split_text  # noqa: E402
-from zerda_async.core.index.analysis import normalize_arabic  # noqa: E402
+from sync_api import ContextEngine
+from zerda_async import ContextEngineConfig
+from zerda_async.apps._ingest import split_text
+from zerda_async.core.index.analysis import normalize_arabic
 
 # The shared data sits beside the checkout (../shared), also from a worktree deeper down.
 DATA = next(
-    (p / "shared" / "quality-data" for p in Path(__file__).resolve().parents
-     if (p / "shared" / "quality-data").is_dir()),
+    (
+        p / "shared" / "quality-data"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared" / "quality-data").is_dir()
+    ),
     Path("../shared/quality-data"),
 )
 WIDE_BUDGET = 4000
@@ -170,8 +172,9 @@ def bm25s_ranker(chunks: Sequence[BenchChunk]) -> Ranked:
     import bm25s
 
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize([c.text for c in chunks], show_progress=False),
-                    show_progress=False)
+    retriever.index(
+        bm25s.tokenize([c.text for c in chunks], show_progress=False), show_progress=False
+    )
     ids = [c.doc_id for c in chunks]
 
     def ranked(query: str) -> list[str]:
@@ -253,8 +256,9 @@ def profiles(embedder: Any) -> list[tuple[str, Callable[[], ContextEngineConfig]
         ("recommended + Snowball Arabic, keyword only", snowball, None),
     ]
     if embedder is not None:
-        rows.append((f"recommended + {type(embedder).__name__}", ContextEngineConfig.recommended,
-                     embedder))
+        rows.append(
+            (f"recommended + {type(embedder).__name__}", ContextEngineConfig.recommended, embedder)
+        )
     rows.append(("bm25s (default tokenisation)", None, None))
     return rows
 
@@ -272,8 +276,17 @@ def measure(corpora: Sequence[Corpus], embedder: Any) -> list[list[Any]]:
                 r5, r20, mrr = ranking_metrics(engine_ranker(engine), corpus.questions)
                 aic, wide, mean_len = context_metrics(engine, corpus.questions)
                 ctx = (f"{aic:.1%}", f"{wide:.1%}", f"{mean_len:,.0f}")
-            rows.append([corpus.name, label, f"{r5:.1%}", f"{r20:.1%}", f"{mrr:.3f}", *ctx,
-                         f"{time.perf_counter() - started:.0f} s"])
+            rows.append(
+                [
+                    corpus.name,
+                    label,
+                    f"{r5:.1%}",
+                    f"{r20:.1%}",
+                    f"{mrr:.3f}",
+                    *ctx,
+                    f"{time.perf_counter() - started:.0f} s",
+                ]
+            )
             print(" | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
     return rows
 
@@ -283,8 +296,10 @@ def latency(n_chunks: int, n_queries: int) -> list[list[Any]]:
     chunks = make_corpus(n_chunks)
     queries = make_queries(n_queries)
     rows, medians = [], {}
-    for label, factory in (("documented", ContextEngineConfig),
-                           ("recommended", ContextEngineConfig.recommended)):
+    for label, factory in (
+        ("documented", ContextEngineConfig),
+        ("recommended", ContextEngineConfig.recommended),
+    ):
         engine = make_engine(factory(), chunks, None)
         for q in queries[:20]:  # warm-up: caches of term weights and analysed chunks
             engine.run(q, use_history=False, record_turn=False)
@@ -294,8 +309,15 @@ def latency(n_chunks: int, n_queries: int) -> list[list[Any]]:
             engine.run(q, use_history=False, record_turn=False)
             times.append((time.perf_counter() - start) * 1000)
         medians[label] = statistics.median(times)
-        rows.append([label, f"{n_chunks:,}", len(queries), f"{medians[label]:.2f} ms",
-                     f"{medians[label] / medians['documented']:.2f}x"])
+        rows.append(
+            [
+                label,
+                f"{n_chunks:,}",
+                len(queries),
+                f"{medians[label]:.2f} ms",
+                f"{medians[label] / medians['documented']:.2f}x",
+            ]
+        )
     return rows
 
 
@@ -311,14 +333,28 @@ def main() -> None:
     english = load_set(args.data / "covid-qa.json.gz", "English (COVID-QA)", "en", args.chunk_size)
     arabic.questions = subsample(arabic.questions, args.questions)
     english.questions = subsample(english.questions, args.questions)
-    mixed = Corpus("mixed (both)", arabic.chunks + english.chunks,
-                   subsample(arabic.questions + english.questions, args.questions))
+    mixed = Corpus(
+        "mixed (both)",
+        arabic.chunks + english.chunks,
+        subsample(arabic.questions + english.questions, args.questions),
+    )
     embedder = default_embedder()
-    headers = ["corpus", "system", "recall@5", "recall@20", "MRR@20", "answer in default ctx",
-               f"answer in {WIDE_BUDGET:,}-char ctx", "mean default ctx chars", "time"]
+    headers = [
+        "corpus",
+        "system",
+        "recall@5",
+        "recall@20",
+        "MRR@20",
+        "answer in default ctx",
+        f"answer in {WIDE_BUDGET:,}-char ctx",
+        "mean default ctx chars",
+        "time",
+    ]
     rows = measure([arabic, english, mixed], embedder)
-    sizes = ", ".join(f"{c.name}: {len(c.chunks):,} chunks, {len(c.questions)} questions"
-                      for c in (arabic, english, mixed))
+    sizes = ", ".join(
+        f"{c.name}: {len(c.chunks):,} chunks, {len(c.questions)} questions"
+        for c in (arabic, english, mixed)
+    )
     text = [
         "# Context quality (bench/bench_quality.py)",
         "",
@@ -332,9 +368,15 @@ def main() -> None:
         format_table(headers, rows),
     ]
     if args.latency:
-        text += ["", "run() latency, keyword only, cache off, synthetic corpus:", "",
-                 format_table(["profile", "chunks", "queries", "median run()", "vs documented"],
-                              latency(100_000, 300))]
+        text += [
+            "",
+            "run() latency, keyword only, cache off, synthetic corpus:",
+            "",
+            format_table(
+                ["profile", "chunks", "queries", "median run()", "vs documented"],
+                latency(100_000, 300),
+            ),
+        ]
     out = "\n".join(text) + "\n"
     print(out)
     print(f"written to {write_summary('quality', out)}")

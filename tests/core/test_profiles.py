@@ -37,8 +37,12 @@ DOCUMENTED_RANKING = {
 
 def flat(config: ContextEngineConfig) -> dict[str, Any]:
     doc = msgspec.to_builtins(config)
-    return {f"{section}.{key}": value for section, sub in doc.items() if isinstance(sub, dict)
-            for key, value in sub.items()} | {k: v for k, v in doc.items() if not isinstance(v, dict)}
+    return {
+        f"{section}.{key}": value
+        for section, sub in doc.items()
+        if isinstance(sub, dict)
+        for key, value in sub.items()
+    } | {k: v for k, v in doc.items() if not isinstance(v, dict)}
 
 
 def test_default_config_is_documented() -> None:
@@ -122,8 +126,9 @@ def test_evidence_overlap_uses_analysed_terms_not_substrings() -> None:
     hit = ScoredChunk(chunk=Doc("a", "بدأ والموسم، في الربيع"), fused_score=0.01)
     ranker.rank([hit], analysis("متى بدأ الموسم؟"))
     w = config.ranking
-    assert hit.composite_score == round(w.weight_evidence + w.weight_keyword_score
-                                        * 1.0 + w.weight_position, 6)
+    assert hit.composite_score == round(
+        w.weight_evidence + w.weight_keyword_score * 1.0 + w.weight_position, 6
+    )
 
 
 def test_unknown_ranking_mode_names_the_field() -> None:

@@ -366,5 +366,5 @@ async def test_saved_index_records_its_analyser_and_refuses_another(tmp_path: Pa
     async with await AsyncContextEngine.load(path) as engine:
         assert await results_of(engine, QUERY_SET) == expected
 
-    with pytest.raises(IndexFormatError, match="'multilingual-lite'.*'documented'"):
+    with pytest.raises(IndexFormatError, match=r"'multilingual-lite'.*'documented'"):
         await AsyncContextEngine.load(path, config=make_config())

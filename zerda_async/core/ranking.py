@@ -56,9 +56,7 @@ class CompositeRanker(ChunkRankingStrategy):
             for sc in chunks:
                 sc.composite_score = self._compute_composite(sc, analysis)
         else:
-            raise ConfigError(
-                f"unknown ranking.mode {mode!r}; expected 'documented' or 'evidence'"
-            )
+            raise ConfigError(f"unknown ranking.mode {mode!r}; expected 'documented' or 'evidence'")
         ranked = sorted(chunks, key=lambda sc: sc.composite_score, reverse=True)
         limit = max_n or self.cfg.max_chunks_to_rank
         result = ranked[:limit]

@@ -13,8 +13,9 @@ always tokenised by the index's own analyser, so the two can never disagree.
   lower-casing, Arabic normalisation (tashkeel, tatweel and superscript alef
   removed; ``أ إ آ ٱ`` become ``ا``), a light Arabic stemmer (the article
   ``ال وال بال كال فال لل`` or one proclitic ``و ب ل ف ك``, then one common
-  suffix, are stripped when enough of the word remains), English stop words dropped and English words
-  reduced by the Snowball stemmer (PyStemmer, the ``stemming`` extra).
+  suffix, are stripped when enough of the word remains), English and Arabic
+  function words dropped and English words reduced by the Snowball stemmer
+  (PyStemmer, the ``stemming`` extra).
 * ``"multilingual-snowball"`` — the same, but Arabic words go through
   Snowball Arabic too (what bm25s users get); kept for comparison in
   ``bench/bench_quality.py``.

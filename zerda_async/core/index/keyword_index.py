@@ -101,9 +101,7 @@ class KeywordIndex:
         appended texts and queries are tokenised by it too.
         """
         vocabulary: dict[str, int] = {}
-        batches = encode_texts(
-            texts, vocabulary, progress=progress, tokenizer=_tokenizer(analyzer)
-        )
+        batches = encode_texts(texts, vocabulary, progress=progress, tokenizer=_tokenizer(analyzer))
         segment = segment_from_batches(batches, 0, len(vocabulary))
         lengths = _lengths(batches)
         return cls(
