@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench,server]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench,server,stemming]'
 	touch $(STAMP)
 
 test: setup
@@ -30,6 +30,7 @@ bench: setup
 	$(BIN)/python bench/bench_sync_latency.py
 	$(BIN)/python bench/bench_async.py
 	$(BIN)/python bench/bench_scale.py
+	$(BIN)/python bench/bench_quality.py --latency
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

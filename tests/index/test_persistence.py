@@ -348,3 +348,23 @@ async def test_loading_float64_vectors_as_float32(tmp_path: Path) -> None:
     assert [r["chunk_ids"] for r in got] == [r["chunk_ids"] for r in expected]
     for new, old in zip(got, expected, strict=True):
         assert np.allclose(new["chunk_vector"], old["chunk_vector"], atol=1e-7, rtol=0)
+
+
+async def test_saved_index_records_its_analyser_and_refuses_another(tmp_path: Path) -> None:
+    path = tmp_path / "ml"
+    config = make_config()
+    config.retriever.text_analyzer = "multilingual-lite"
+    async with AsyncContextEngine(config) as engine:
+        await engine.index(CORPUS, source_quality_map=QUALITY)
+        expected = await results_of(engine, QUERY_SET)
+        await engine.save(path)
+    gen = await generation(path)
+    manifest = msgspec.json.decode(await io((gen / MANIFEST_FILE).read_bytes))
+    assert manifest["analyzer"] == "multilingual-lite"
+
+    # The saved configuration carries the analyser: loading with it reproduces the results.
+    async with await AsyncContextEngine.load(path) as engine:
+        assert await results_of(engine, QUERY_SET) == expected
+
+    with pytest.raises(IndexFormatError, match=r"'multilingual-lite'.*'documented'"):
+        await AsyncContextEngine.load(path, config=make_config())

@@ -125,6 +125,13 @@ class ScoredChunk(msgspec.Struct):
     retrieval_method: RetrievalMethod = RetrievalMethod.VECTOR
     retrieval_rank: int = 0
     _content_hash: str = ""
+    # Opt-in evidence, set only by ``retriever.fusion = "rrf"`` (defaults otherwise,
+    # so documented results are unchanged): the fused RRF score, and each
+    # method's 1-based rank in its own candidate list (0 = not found by it).
+    fused_score: float = 0.0
+    vector_rank: int = 0
+    keyword_rank: int = 0
+    metadata_rank: int = 0
 
     def __post_init__(self) -> None:
         # A falsy text whose page_content is None raises AttributeError here,

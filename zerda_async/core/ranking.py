@@ -3,6 +3,8 @@
 The ranker recomputes every chunk's ``composite_score`` from five weighted
 factors (vector score, keyword overlap, source quality, recency, retrieval
 position), overwriting whatever the retriever stored, and keeps the best ones.
+``ranking.mode = "evidence"`` (opt-in) replaces the vector factor by the fused
+retrieval score and substring matching by overlap of analysed terms.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from ..errors import ConfigError
 from .config import ContextEngineConfig
+from .index.analysis import Analyzer, analyzer_for
 from .models import QueryAnalysis, ScoredChunk
 from .strategy import ChunkRankingStrategy
 
@@ -28,6 +32,8 @@ class CompositeRanker(ChunkRankingStrategy):
 
     def __init__(self, config: ContextEngineConfig) -> None:
         self.cfg = config.ranking
+        self._retriever_cfg = config.retriever
+        self._terms = _TermMemo()
 
     def rank(
         self,
@@ -43,8 +49,14 @@ class CompositeRanker(ChunkRankingStrategy):
         """
         if not chunks:
             return []
-        for sc in chunks:
-            sc.composite_score = self._compute_composite(sc, analysis)
+        mode = self.cfg.mode
+        if mode == "evidence":
+            self._score_by_evidence(chunks, analysis)
+        elif mode == "documented":
+            for sc in chunks:
+                sc.composite_score = self._compute_composite(sc, analysis)
+        else:
+            raise ConfigError(f"unknown ranking.mode {mode!r}; expected 'documented' or 'evidence'")
         ranked = sorted(chunks, key=lambda sc: sc.composite_score, reverse=True)
         limit = max_n or self.cfg.max_chunks_to_rank
         result = ranked[:limit]
@@ -74,6 +86,37 @@ class CompositeRanker(ChunkRankingStrategy):
         )
         return round(score, 6)
 
+    def _score_by_evidence(self, chunks: list[ScoredChunk], analysis: QueryAnalysis) -> None:
+        """``ranking.mode = "evidence"``: retrieval evidence first, then the documented boosts.
+
+        The evidence is each chunk's ``fused_score`` (RRF) divided by the best
+        one, or, when no chunk carries a fused score (documented fusion, an
+        injected retriever), its ``composite_score`` from retrieval likewise.
+        Keyword overlap is the share of the query's analysed terms (by the
+        ``retriever.text_analyzer``) that the chunk's analysed terms contain.
+        """
+        w = self.cfg
+        fused = any(sc.fused_score > 0 for sc in chunks)
+        evidence = [sc.fused_score if fused else sc.composite_score for sc in chunks]
+        best = max(evidence)
+        analyzer = analyzer_for(self._retriever_cfg.text_analyzer)
+        query_terms = set(analyzer.tokenize(analysis.original_query))
+        for sc, raw in zip(chunks, evidence, strict=True):
+            share = raw / best if best > 0 else 0.0
+            overlap = 0.0
+            if query_terms:
+                found = self._terms.terms(sc, analyzer)
+                overlap = len(query_terms & found) / len(query_terms)
+            position = max(0.0, 1.0 - sc.retrieval_rank * 0.01)
+            score = (
+                share * w.weight_evidence
+                + overlap * w.weight_keyword_score
+                + sc.source_quality.value / 3.0 * w.weight_source_quality
+                + sc.recency_score * w.weight_recency
+                + position * w.weight_position
+            )
+            sc.composite_score = round(score, 6)
+
     @staticmethod
     def _keyword_boost(text: str, keywords: Sequence[str]) -> float:
         """Share of ``keywords`` found as substrings of the lower-cased text, at most 1.
@@ -86,3 +129,29 @@ class CompositeRanker(ChunkRankingStrategy):
         text_l = text.lower()
         matches = sum(1 for kw in keywords if kw in text_l)
         return min(matches / len(keywords), 1.0)
+
+
+_TERM_MEMO_MAX = 1 << 16
+"""Chunks whose analysed terms the evidence ranker remembers before it starts over."""
+
+
+class _TermMemo:
+    """The analysed term set of each chunk text, by content hash and analyser.
+
+    Indexed chunks are immutable (as for the retrievers' hash memo), and the
+    same chunks come back for many queries, so each is analysed once.
+    """
+
+    __slots__ = ("_sets",)
+
+    def __init__(self) -> None:
+        self._sets: dict[tuple[str, str], frozenset[str]] = {}
+
+    def terms(self, sc: ScoredChunk, analyzer: Analyzer) -> frozenset[str]:
+        key = (analyzer.name, sc.content_hash)
+        found = self._sets.get(key)
+        if found is None:
+            if len(self._sets) >= _TERM_MEMO_MAX:
+                self._sets = {}
+            found = self._sets[key] = frozenset(analyzer.tokenize(sc.text))
+        return found

@@ -64,6 +64,8 @@ class Manifest(msgspec.Struct, kw_only=True):
     dtype: str | None
     created: float
     files: dict[str, FileEntry]
+    analyzer: str = "documented"
+    """The keyword index's text analyser (``retriever.text_analyzer``); older saves lack it."""
 
 
 @dataclass(frozen=True, slots=True)

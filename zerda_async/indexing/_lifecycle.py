@@ -29,7 +29,8 @@ from zerda_async.core.index import VectorDType, VectorIndex
 from zerda_async.core.models import SourceQuality
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
 from zerda_async.embedders._embedder import Embedder
-from zerda_async.errors import IndexStateError
+from zerda_async.errors import IndexFormatError, IndexStateError
+from zerda_async.indexing._format import MANIFEST_FILE
 from zerda_async.indexing._live_index import LiveIndex, build_live_index
 from zerda_async.indexing._persistence import SavedIndex, save_index
 from zerda_async.pipeline._async_runner import AsyncRunner
@@ -70,7 +71,13 @@ class IndexLifecycle:
         async with self._writer:
             try:
                 live = await build_live_index(
-                    chunks, embedder, adapter, self.dtype, runner.limiter, progress
+                    chunks,
+                    embedder,
+                    adapter,
+                    self.dtype,
+                    runner.limiter,
+                    progress,
+                    analyzer=state.config.retriever.text_analyzer,
                 )
             except BaseException:
                 # The documented engine replaces the map before embedding can fail.
@@ -197,8 +204,21 @@ class IndexLifecycle:
         embed_fn: EmbedFn | None,
         batch_embed_fn: BatchEmbedFn | None,
     ) -> None:
-        """Install a loaded index into an engine that is not running yet."""
+        """Install a loaded index into an engine that is not running yet.
+
+        Raises :class:`IndexFormatError` naming both analysers when the index
+        was built with another text analyser than the configuration's.
+        """
         corpus = saved.corpus
+        built_with = corpus.keyword.analyzer_name
+        wanted = self._state.config.retriever.text_analyzer
+        if built_with != wanted:
+            raise IndexFormatError(
+                saved.directory / MANIFEST_FILE,
+                f"the index was built with text analyzer {built_with!r} but the configuration"
+                f" asks for {wanted!r}; load it with config=None or a configuration whose"
+                f" retriever.text_analyzer is {built_with!r}, or rebuild the index",
+            )
         vectors = corpus.vectors
         if vectors is not None and vectors.dtype != self.dtype:
             rows = await anyio.to_thread.run_sync(vectors.rows().astype, self.dtype)

@@ -193,11 +193,13 @@ async def build_live_index(
     dtype: VectorDType,
     limiter: anyio.CapacityLimiter,
     progress: Progress | None = None,
+    analyzer: str = "documented",
 ) -> LiveIndex:
     """Embed (when an embedder and no adapter is given) and index ``chunks``.
 
     ``progress(done, total)`` runs from 0 to ``len(chunks)`` while the corpus
-    is embedded, then again while it is tokenised.
+    is embedded, then again while it is tokenised.  ``analyzer`` names the
+    keyword index's text analyser (``retriever.text_analyzer``).
     """
     rows = None
     if embedder is not None and adapter is None:
@@ -209,7 +211,9 @@ async def build_live_index(
             anyio.from_thread.run_sync(progress, done, total)
 
     corpus = await anyio.to_thread.run_sync(
-        lambda: CorpusIndex.build(chunks, rows, progress=None if progress is None else tokenised),
+        lambda: CorpusIndex.build(
+            chunks, rows, progress=None if progress is None else tokenised, analyzer=analyzer
+        ),
         limiter=limiter,
     )
     return LiveIndex(corpus=corpus, embedder=embedder, adapter=adapter, dtype=dtype)

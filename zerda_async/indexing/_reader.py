@@ -173,9 +173,13 @@ def load_index(path: str | os.PathLike[str]) -> SavedIndex:
         )
     config = _config(directory / "config.json")
     sources = _sources(directory / "sources.json")
+    try:
+        keyword = KeywordIndex.from_arrays(vocabulary, segment, lengths, manifest.analyzer)
+    except ConfigError as exc:
+        raise IndexFormatError(manifest_path, f"text analyzer: {exc}") from None
     corpus = CorpusIndex.restore(
         records,
-        KeywordIndex.from_arrays(vocabulary, segment, lengths),
+        keyword,
         vectors,
         manifest.corpus_version,
     )

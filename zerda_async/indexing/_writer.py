@@ -141,6 +141,7 @@ def _write_generation(
         dtype=None if vectors is None else vectors.dtype,
         created=time.time(),
         files=files,
+        analyzer=keyword.analyzer_name,
     )
     _write_parts(directory / MANIFEST_FILE, [msgspec.json.format(msgspec.json.encode(manifest))])
     _fsync_dir(directory)

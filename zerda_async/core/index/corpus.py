@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .analysis import DOCUMENTED
 from .chunks import chunk_doc_id, chunk_metadata, chunk_text
 from .keyword_index import KeywordIndex
 from .metadata_index import MetadataIndex
@@ -60,14 +61,18 @@ class CorpusIndex:
         *,
         progress: Callable[[int], None] | None = None,
         version: int = 0,
+        analyzer: str = DOCUMENTED,
     ) -> CorpusIndex:
         """A fresh index over ``chunks``; ``rows`` are their normalised embeddings, if any.
 
-        ``progress(done)`` reports the chunks tokenised so far.
+        ``progress(done)`` reports the chunks tokenised so far; ``analyzer``
+        names the keyword index's text analyser (:mod:`.analysis`).
         """
         items = tuple(chunks)
         _check_rows(rows, len(items))
-        keyword = KeywordIndex.build([chunk_text(c) for c in items], progress=progress)
+        keyword = KeywordIndex.build(
+            [chunk_text(c) for c in items], progress=progress, analyzer=analyzer
+        )
         vectors = None if rows is None else VectorIndex.from_unit_rows(rows, _dtype(rows))
         return cls.restore(items, keyword, vectors, version)
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .analysis import DOCUMENTED, Analyzer, analyzer_for
 from .postings import PostingSegment, merge_segments, segment_from_batches
 from .segments import trailing_merge_count
 from .tokens import encode_texts
@@ -80,20 +81,27 @@ class KeywordIndex:
     live: NDArray[np.bool_] | None
     n_live: int
     live_length: int
+    analyzer_name: str = DOCUMENTED
     _cache: _WeightCache = field(default_factory=_WeightCache, init=False, repr=False)
 
     # -- construction -------------------------------------------------------------
 
     @classmethod
     def build(
-        cls, texts: Sequence[Any], *, progress: Callable[[int], None] | None = None
+        cls,
+        texts: Sequence[Any],
+        *,
+        progress: Callable[[int], None] | None = None,
+        analyzer: str = DOCUMENTED,
     ) -> KeywordIndex:
         """A fresh index over ``texts`` (positions ``0 .. len(texts) - 1``).
 
         Tokenising is the only per-text work; ``progress(done)`` reports it.
+        ``analyzer`` names the text analyser (:mod:`.analysis`) of the index:
+        appended texts and queries are tokenised by it too.
         """
         vocabulary: dict[str, int] = {}
-        batches = encode_texts(texts, vocabulary, progress=progress)
+        batches = encode_texts(texts, vocabulary, progress=progress, tokenizer=_tokenizer(analyzer))
         segment = segment_from_batches(batches, 0, len(vocabulary))
         lengths = _lengths(batches)
         return cls(
@@ -103,6 +111,7 @@ class KeywordIndex:
             live=None,
             n_live=int(lengths.shape[0]),
             live_length=int(lengths.sum(dtype=np.int64)),
+            analyzer_name=analyzer,
         )
 
     @classmethod
@@ -111,9 +120,12 @@ class KeywordIndex:
         vocabulary: dict[str, int],
         segment: PostingSegment,
         lengths: NDArray[np.signedinteger[Any]],
+        analyzer: str = DOCUMENTED,
     ) -> KeywordIndex:
         """An index over stored arrays (every position live), e.g. memory-mapped ones."""
+        analyzer_for(analyzer)  # an unknown name fails here, not at the first query
         return cls(
+            analyzer_name=analyzer,
             vocabulary=vocabulary,
             segments=(segment,),
             lengths=lengths,
@@ -121,6 +133,11 @@ class KeywordIndex:
             n_live=int(lengths.shape[0]),
             live_length=int(np.asarray(lengths).sum(dtype=np.int64)),
         )
+
+    @property
+    def analyzer(self) -> Analyzer:
+        """The text analyser that tokenised this index (use it for queries too)."""
+        return analyzer_for(self.analyzer_name)
 
     @property
     def n_positions(self) -> int:
@@ -132,7 +149,7 @@ class KeywordIndex:
         if not texts:
             return self
         start = self.n_positions
-        batches = encode_texts(texts, self.vocabulary)
+        batches = encode_texts(texts, self.vocabulary, tokenizer=_tokenizer(self.analyzer_name))
         n_terms = len(self.vocabulary)
         segments = (*self.segments, segment_from_batches(batches, start, n_terms))
         added = _lengths(batches)
@@ -245,6 +262,12 @@ class KeywordIndex:
                 scores[found[0]] += found[1]
         hits = np.flatnonzero(scores > 0)
         return hits, scores[hits]
+
+
+def _tokenizer(analyzer: str) -> Callable[[str], list[str]] | None:
+    """None (the documented batch path) for the documented analyser, else its tokenize."""
+    found = analyzer_for(analyzer)
+    return None if analyzer == DOCUMENTED else found.tokenize
 
 
 def _lengths(batches: Sequence[tuple[NDArray[np.int64], NDArray[np.int64]]]) -> NDArray[np.int32]:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["TOKEN_BATCH", "TOKEN_PATTERN", "encode_texts", "tokenize"]
+__all__ = ["TOKEN_BATCH", "TOKEN_PATTERN", "Tokenizer", "encode_texts", "tokenize"]
 
 TOKEN_PATTERN: re.Pattern[str] = re.compile(r"[\w\u0600-\u06FF]{2,}")
 """Compiled token regex (Unicode-aware ``\\w`` plus the Arabic block U+0600–U+06FF)."""
@@ -64,13 +64,18 @@ def _tokens_of_batch(texts: Sequence[Any]) -> list[str] | None:
     return tokens
 
 
+Tokenizer = Callable[[str], list[str]]
+"""Turns one text into its terms (an analyser's ``tokenize``)."""
+
+
 def _encode_batch(
-    texts: Sequence[Any], vocabulary: dict[str, int]
+    texts: Sequence[Any], vocabulary: dict[str, int], tokenizer: Tokenizer | None
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     n = len(texts)
-    tokens = _tokens_of_batch(texts)
+    tokens = _tokens_of_batch(texts) if tokenizer is None else None
     if tokens is None:
-        per_text = [tokenize(text) for text in texts]
+        rule = tokenize if tokenizer is None else tokenizer
+        per_text = [rule(text) for text in texts]
         lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=n)
         tokens = [token for words in per_text for token in words]
         separated = False
@@ -101,9 +106,12 @@ def encode_texts(
     vocabulary: dict[str, int],
     *,
     progress: Callable[[int], None] | None = None,
+    tokenizer: Tokenizer | None = None,
 ) -> list[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     """Tokenise ``texts`` into batches of ``(term ids, token count per text)``.
 
+    ``tokenizer`` replaces the documented rule (one call per text); ``None``
+    keeps the documented rule and its single-regex-pass batches.
     Batches hold :data:`TOKEN_BATCH` texts each, in order; term ids come from
     ``vocabulary``, which is extended in place with unseen terms (ids
     ``len(vocabulary)``, ``len(vocabulary) + 1``, ... in first-occurrence
@@ -111,7 +119,7 @@ def encode_texts(
     """
     batches = []
     for start in range(0, len(texts), TOKEN_BATCH):
-        batches.append(_encode_batch(texts[start : start + TOKEN_BATCH], vocabulary))
+        batches.append(_encode_batch(texts[start : start + TOKEN_BATCH], vocabulary, tokenizer))
         if progress is not None:
             progress(min(start + TOKEN_BATCH, len(texts)))
     return batches

@@ -1,8 +1,10 @@
 """Hybrid retrieval: run the enabled retrievers and fuse their lists.
 
-Lists are merged by content hash.  Each merged chunk scores the weighted sum
-of its method scores; a chunk found by two or more methods also earns a
-Reciprocal Rank Fusion bonus and is marked ``HYBRID``.  The engine later
+Lists are merged by content hash.  Documented fusion: each merged chunk scores
+the weighted sum of its method scores; a chunk found by two or more methods
+also earns a Reciprocal Rank Fusion bonus and is marked ``HYBRID``.  With
+``retriever.fusion = "rrf"`` the lists are fused by weighted RRF instead
+(:mod:`.fusion`).  The engine later
 recomputes ``composite_score`` in its ranker, so the fused score only decides
 which chunks survive the ``top_k`` cut and their ``retrieval_rank``.
 """
@@ -12,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
+from ...errors import ConfigError
 from ..config import ContextEngineConfig, RetrieverConfig
 from ..models import RetrievalMethod, ScoredChunk
 from ..strategy import HybridRetrieverStrategy
+from .fusion import fuse_rrf
 
 __all__ = [
     "RRF_K",
@@ -115,6 +119,12 @@ class HybridRetriever(HybridRetrieverStrategy):
                 (RetrievalMethod.METADATA, self.metadata_retriever.retrieve(eff_filters, k))
             )
 
+        if cfg.fusion == "rrf":
+            return fuse_rrf(lists, k, _weights(cfg), cfg.rrf_k)
+        if cfg.fusion != "documented":
+            raise ConfigError(
+                f"unknown retriever.fusion {cfg.fusion!r}; expected 'documented' or 'rrf'"
+            )
         merged: dict[str, _Merged] = {}
         for method, results in lists:
             seen_here: set[str] = set()
@@ -152,6 +162,14 @@ class HybridRetriever(HybridRetrieverStrategy):
             entry.composite_score = composite
             result.append(entry)
         return result
+
+
+def _weights(cfg: RetrieverConfig) -> dict[RetrievalMethod, float]:
+    return {
+        RetrievalMethod.VECTOR: cfg.vector_weight,
+        RetrievalMethod.KEYWORD: cfg.keyword_weight,
+        RetrievalMethod.METADATA: cfg.metadata_weight,
+    }
 
 
 def _copy_score(target: ScoredChunk, source: ScoredChunk, method: RetrievalMethod) -> None:

@@ -1,73 +1,38 @@
 """BM25 keyword retrieval over per-term postings (:mod:`zerda_async.core.index.keyword_index`).
 
-The retriever holds one immutable view (chunks + :class:`KeywordIndex`) and
-swaps it whole on :meth:`KeywordRetriever.index_chunks`, so a ``retrieve``
+The retriever holds one immutable view (chunks + :class:`KeywordIndex`, see
+:mod:`._base`) and swaps it whole on :meth:`KeywordRetriever.index_chunks`, so a ``retrieve``
 running in a worker thread never sees a half-built index.  A query costs one
 vectorised accumulation per distinct query term; no Python code runs per chunk.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from ..config import ContextEngineConfig, RetrieverConfig
 from ..index.keyword_index import BM25_B, BM25_K1, KeywordIndex
 from ..models import RetrievalMethod, ScoredChunk
-from ._common import HashMemo, chunk_text, live_items, stable_top
-from .tokenize import tokenize
+from ._base import IndexedRetriever
+from ._common import chunk_text, stable_top
 
 __all__ = ["BM25_B", "BM25_K1", "KeywordRetriever"]
 
 
-@dataclass(frozen=True, slots=True)
-class _View:
-    """The chunks (by position) and the index over them; replaced as a whole."""
-
-    chunks: Sequence[Any]
-    index: KeywordIndex
-    hashes: HashMemo
-
-
-class KeywordRetriever:
+class KeywordRetriever(IndexedRetriever[KeywordIndex]):
     """BM25 retrieval (``k1 = 1.5``, ``b = 0.75``) with scores normalised to the best hit.
 
     ``chunks`` (if truthy) are indexed immediately.  Chunk text is read with the
-    :class:`ScoredChunk` duck-typing rules and tokenised with
-    :func:`~zerda_async.core.retrieval.tokenize.tokenize`.
+    :class:`ScoredChunk` duck-typing rules and tokenised by the text analyser
+    ``config.retriever.text_analyzer`` (read when an index is built; the
+    documented one is :func:`~zerda_async.core.retrieval.tokenize.tokenize`).
+    Queries are tokenised by the analyser of the index they search.  A text
+    that cannot be lower-cased (``None`` once ``page_content`` is consulted)
+    raises :class:`AttributeError` and leaves the old index in place.
     """
 
-    def __init__(self, config: ContextEngineConfig, chunks: Iterable[Any] | None = None) -> None:
-        self.cfg: RetrieverConfig = config.retriever
-        self._view = _View((), KeywordIndex.build([]), HashMemo(()))
-        if chunks:
-            self.index_chunks(chunks)
-
-    @classmethod
-    def over(
-        cls, config: ContextEngineConfig, chunks: Sequence[Any], index: KeywordIndex
-    ) -> KeywordRetriever:
-        """A retriever serving a prebuilt ``index`` whose positions hold ``chunks``."""
-        retriever = cls(config)
-        retriever._view = _View(chunks, index, HashMemo(chunks))
-        return retriever
-
-    @property
-    def chunks(self) -> list[Any]:
-        """The indexed chunks, in index order."""
-        return live_items(self._view.chunks, self._view.index.live)
-
-    def index_chunks(self, chunks: Iterable[Any]) -> None:
-        """Build a fresh index over ``chunks``, replacing any previous one.
-
-        A text that cannot be lower-cased (``None`` once ``page_content`` is
-        consulted) raises :class:`AttributeError` and leaves the old index in place.
-        """
-        items = tuple(chunks)
-        self._view = _View(
-            items, KeywordIndex.build([chunk_text(c) for c in items]), HashMemo(items)
-        )
+    def _build(self, items: Sequence[Any]) -> KeywordIndex:
+        return KeywordIndex.build([chunk_text(c) for c in items], analyzer=self.cfg.text_analyzer)
 
     def retrieve(self, query: str, top_k: int) -> list[ScoredChunk]:
         """Best BM25 matches for ``query``, at most ``top_k`` (Python slice semantics).
@@ -77,7 +42,7 @@ class KeywordRetriever:
         divided by the best score, so the first result scores ``1.0``.
         """
         view = self._view
-        terms = list(dict.fromkeys(tokenize(query)))
+        terms = list(dict.fromkeys(view.index.analyzer.tokenize(query)))
         hits, hit_scores = view.index.scores(terms)
         if hits.shape[0] == 0:
             return []

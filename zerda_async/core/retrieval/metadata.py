@@ -8,62 +8,28 @@ chunks are indexed; the view (chunks + index) is replaced as a whole.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..config import ContextEngineConfig, RetrieverConfig
 from ..index.metadata_index import MetadataIndex
 from ..models import RetrievalMethod, ScoredChunk
-from ._common import HashMemo, chunk_metadata, live_items, stable_top
+from ._base import IndexedRetriever
+from ._common import chunk_metadata, stable_top
 
 __all__ = ["MetadataRetriever"]
 
 
-@dataclass(frozen=True, slots=True)
-class _View:
-    """The chunks (by position) and the index over them; replaced as a whole."""
-
-    chunks: Sequence[Any]
-    index: MetadataIndex
-    hashes: HashMemo
-
-
-class MetadataRetriever:
+class MetadataRetriever(IndexedRetriever[MetadataIndex]):
     """Ranks chunks by ``matches / len(filters)`` over their metadata (see module notes).
 
-    ``chunks`` (if truthy) are indexed immediately.
+    ``chunks`` (if truthy) are indexed immediately; indexing snapshots their metadata.
     """
 
-    def __init__(self, config: ContextEngineConfig, chunks: Iterable[Any] | None = None) -> None:
-        self.cfg: RetrieverConfig = config.retriever
-        self._view = _View((), MetadataIndex.build([]), HashMemo(()))
-        if chunks:
-            self.index_chunks(chunks)
-
-    @classmethod
-    def over(
-        cls, config: ContextEngineConfig, chunks: Sequence[Any], index: MetadataIndex
-    ) -> MetadataRetriever:
-        """A retriever serving a prebuilt ``index`` whose positions hold ``chunks``."""
-        retriever = cls(config)
-        retriever._view = _View(chunks, index, HashMemo(chunks))
-        return retriever
-
-    @property
-    def chunks(self) -> list[Any]:
-        """The indexed chunks, in index order."""
-        return live_items(self._view.chunks, self._view.index.live)
-
-    def index_chunks(self, chunks: Iterable[Any]) -> None:
-        """Store ``chunks`` and snapshot their metadata, replacing any previous index."""
-        items = tuple(chunks)
-        self._view = _View(
-            items, MetadataIndex.build(chunk_metadata(c) for c in items), HashMemo(items)
-        )
+    def _build(self, items: Sequence[Any]) -> MetadataIndex:
+        return MetadataIndex.build(chunk_metadata(c) for c in items)
 
     def retrieve(self, filters: Mapping[str, Any] | None, top_k: int) -> list[ScoredChunk]:
         """Chunks matching at least one filter pair, best first, at most ``top_k``.

@@ -1,0 +1,386 @@
+"""Context quality on public question-answering data: does the context hold the answer?
+
+Data: ``../shared/quality-data`` (or ``--data DIR``): ARCD (Arabic Wikipedia
+paragraphs) and COVID-QA (long English articles), and a mixed corpus of both.
+Every context is cut into chunks by the product's own chunker
+(``zerda_async.apps._ingest.split_text``) at ``--chunk-size`` characters
+(default 350).  A question's relevant chunks are the chunks of its own
+paragraph that contain an answer text (whitespace normalised), else the chunk
+holding ``answer_start``.
+
+Measured per profile, on the same questions:
+
+* recall@5, recall@20 and MRR@20 of the ranked list (retrieve 20 -> filter ->
+  rank, with the profile's own components);
+* answer-in-context: the share of questions whose ``run()`` context contains an
+  answer text (normalised: Arabic tashkeel/tatweel removed and alef unified,
+  case-folded), at the profile's default budget and at 4,000 characters.
+
+Profiles: the documented one (keyword only), the recommended one keyword-only
+(and with Snowball Arabic instead of the light stemmer, for comparison), the
+recommended one with ``zerda_async.embedders.default_embedder()`` when that
+exists and finds an embedder, and ``bm25s`` (default tokenisation, no stemmer)
+as the reference (ranking metrics only: it builds no context).
+
+COVID-QA questions are subsampled with a fixed seed (``--questions``, default
+500 per set) so the run takes a few minutes; ARCD has 594.  ``--latency``
+also times ``run()`` of both profiles over 100,000 synthetic chunks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (
+    BenchChunk,
+    command_line,
+    describe_load,
+    describe_machine,
+    format_table,
+    make_corpus,
+    make_queries,
+    write_summary,
+)
+
+from sync_api import ContextEngine
+from zerda_async import ContextEngineConfig
+from zerda_async.apps._ingest import split_text
+from zerda_async.core.index.analysis import normalize_arabic
+
+# The shared data sits beside the checkout (../shared), also from a worktree deeper down.
+DATA = next(
+    (
+        p / "shared" / "quality-data"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared" / "quality-data").is_dir()
+    ),
+    Path("../shared/quality-data"),
+)
+WIDE_BUDGET = 4000
+SEED = 20240611
+
+
+@dataclass
+class Question:
+    """One question, its answer texts and the ids of its relevant chunks."""
+
+    text: str
+    answers: list[str]
+    relevant: set[str]
+
+
+@dataclass
+class Corpus:
+    """Chunks and questions of one measured set."""
+
+    name: str
+    chunks: list[BenchChunk] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def normalise(text: str) -> str:
+    """Text compared for answer-in-context (see the README of the data)."""
+    return _squash(normalize_arabic(text).casefold())
+
+
+def _offsets(context: str, pieces: Sequence[str]) -> list[int]:
+    """Where each chunk starts in ``context`` (the chunker strips and rejoins paragraphs)."""
+    starts, cursor = [], 0
+    for piece in pieces:
+        head = piece.split("\n", 1)[0][:40]
+        found = context.find(head, cursor)
+        starts.append(found if found >= 0 else cursor)
+        cursor = max(cursor, found if found >= 0 else cursor)
+    return starts
+
+
+def load_set(path: Path, name: str, lang: str, chunk_size: int) -> Corpus:
+    """Chunks and questions of one SQuAD-format file."""
+    corpus = Corpus(name)
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)["data"]
+    for a, article in enumerate(data):
+        for p, paragraph in enumerate(article["paragraphs"]):
+            context = paragraph["context"]
+            pieces = split_text(context, chunk_size)
+            starts = _offsets(context, pieces)
+            ids = [f"{lang}-{a}-{p}-{i}" for i in range(len(pieces))]
+            for doc_id, piece in zip(ids, pieces, strict=True):
+                meta = {"source": f"{lang}-{a}", "lang": lang}
+                corpus.chunks.append(BenchChunk(doc_id=doc_id, text=piece, metadata=meta))
+            squashed = [_squash(piece) for piece in pieces]
+            for qa in paragraph["qas"]:
+                answers = [ans["text"] for ans in qa["answers"] if ans["text"].strip()]
+                if not answers:
+                    continue
+                relevant = {
+                    ids[i]
+                    for i, text in enumerate(squashed)
+                    if any(_squash(ans) in text for ans in answers)
+                }
+                if not relevant:
+                    at = qa["answers"][0]["answer_start"]
+                    holder = max(i for i, s in enumerate(starts) if s <= at) if starts else 0
+                    relevant = {ids[holder]}
+                corpus.questions.append(Question(qa["question"], answers, relevant))
+    return corpus
+
+
+def subsample(questions: list[Question], count: int) -> list[Question]:
+    """At most ``count`` questions, drawn with the fixed seed."""
+    if len(questions) <= count:
+        return questions
+    return random.Random(SEED).sample(questions, count)
+
+
+# -- systems ------------------------------------------------------------------------------
+
+Ranked = Callable[[str], list[str]]
+
+
+def engine_ranker(engine: ContextEngine) -> Ranked:
+    """The profile's ranked doc ids: retrieve 20, filter, rank (its own components)."""
+    state = engine._state
+
+    def ranked(query: str) -> list[str]:
+        analysis = state.analyzer.analyze(query)
+        found = state.retriever.retrieve(query, 20)
+        kept = state.chunk_filter.filter(found)
+        return [sc.doc_id for sc in state.ranker.rank(kept, analysis, 20)]
+
+    return ranked
+
+
+def bm25s_ranker(chunks: Sequence[BenchChunk]) -> Ranked:
+    """bm25s with its default tokenisation (English stop words, no stemmer)."""
+    import bm25s
+
+    retriever = bm25s.BM25()
+    retriever.index(
+        bm25s.tokenize([c.text for c in chunks], show_progress=False), show_progress=False
+    )
+    ids = [c.doc_id for c in chunks]
+
+    def ranked(query: str) -> list[str]:
+        tokens = bm25s.tokenize([query], show_progress=False)
+        if not tokens.vocab:
+            return []
+        k = min(20, len(ids))
+        docs, _ = retriever.retrieve(tokens, k=k, show_progress=False)
+        return [ids[int(i)] for i in docs[0]]
+
+    return ranked
+
+
+def make_engine(config: ContextEngineConfig, chunks: Sequence[BenchChunk], embedder: Any) -> Any:
+    config.cache.enabled = False
+    engine = ContextEngine(config)
+    if embedder is None:
+        engine.index(list(chunks))
+    elif hasattr(embedder, "embed_batch"):
+        engine.index(list(chunks), batch_embed_fn=embedder.embed_batch)
+    else:
+        engine.index(list(chunks), embed_fn=embedder)
+    return engine
+
+
+def default_embedder() -> Any:
+    """``zerda_async.embedders.default_embedder()`` when it exists, else None."""
+    from zerda_async import embedders
+
+    factory = getattr(embedders, "default_embedder", None)
+    return None if factory is None else factory()
+
+
+# -- measuring ----------------------------------------------------------------------------
+
+
+def ranking_metrics(ranked: Ranked, questions: Sequence[Question]) -> tuple[float, float, float]:
+    """recall@5, recall@20 and MRR@20 over ``questions``."""
+    r5 = r20 = mrr = 0.0
+    for q in questions:
+        ids = ranked(q.text)[:20]
+        first = next((i for i, d in enumerate(ids) if d in q.relevant), None)
+        if first is not None:
+            r20 += 1
+            r5 += first < 5
+            mrr += 1 / (first + 1)
+    n = len(questions)
+    return r5 / n, r20 / n, mrr / n
+
+
+def context_metrics(engine: Any, questions: Sequence[Question]) -> tuple[float, float, float]:
+    """Answer in the default context, in a 4,000-character one, and the mean default length."""
+    default = wide = 0
+    lengths = []
+    for q in questions:
+        answers = [normalise(a) for a in q.answers]
+        ctx = engine.run(q.text, use_history=False, record_turn=False).context
+        lengths.append(len(ctx))
+        default += any(a in normalise(ctx) for a in answers)
+        ctx = engine.run(
+            q.text, override_budget=WIDE_BUDGET, use_history=False, record_turn=False
+        ).context
+        wide += any(a in normalise(ctx) for a in answers)
+    n = len(questions)
+    return default / n, wide / n, statistics.fmean(lengths)
+
+
+def profiles(embedder: Any) -> list[tuple[str, Callable[[], ContextEngineConfig] | None, Any]]:
+    """(label, config factory or None for bm25s, embedder) of every measured system."""
+
+    def snowball() -> ContextEngineConfig:
+        config = ContextEngineConfig.recommended()
+        config.retriever.text_analyzer = "multilingual-snowball"
+        return config
+
+    rows: list[tuple[str, Callable[[], ContextEngineConfig] | None, Any]] = [
+        ("documented, keyword only", ContextEngineConfig, None),
+        ("recommended, keyword only", ContextEngineConfig.recommended, None),
+        ("recommended + Snowball Arabic, keyword only", snowball, None),
+    ]
+    if embedder is not None:
+        rows.append(
+            (f"recommended + {type(embedder).__name__}", ContextEngineConfig.recommended, embedder)
+        )
+    rows.append(("bm25s (default tokenisation)", None, None))
+    return rows
+
+
+def measure(corpora: Sequence[Corpus], embedder: Any) -> list[list[Any]]:
+    rows = []
+    for corpus in corpora:
+        for label, factory, emb in profiles(embedder):
+            started = time.perf_counter()
+            if factory is None:
+                r5, r20, mrr = ranking_metrics(bm25s_ranker(corpus.chunks), corpus.questions)
+                ctx: tuple[Any, ...] = ("—", "—", "—")
+            else:
+                engine = make_engine(factory(), corpus.chunks, emb)
+                r5, r20, mrr = ranking_metrics(engine_ranker(engine), corpus.questions)
+                aic, wide, mean_len = context_metrics(engine, corpus.questions)
+                ctx = (f"{aic:.1%}", f"{wide:.1%}", f"{mean_len:,.0f}")
+            rows.append(
+                [
+                    corpus.name,
+                    label,
+                    f"{r5:.1%}",
+                    f"{r20:.1%}",
+                    f"{mrr:.3f}",
+                    *ctx,
+                    f"{time.perf_counter() - started:.0f} s",
+                ]
+            )
+            print(" | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
+    return rows
+
+
+def latency(n_chunks: int, n_queries: int) -> list[list[Any]]:
+    """Median ``run()`` of both profiles (keyword only, cache off) over synthetic chunks."""
+    chunks = make_corpus(n_chunks)
+    queries = make_queries(n_queries)
+    rows, medians = [], {}
+    for label, factory in (
+        ("documented", ContextEngineConfig),
+        ("recommended", ContextEngineConfig.recommended),
+    ):
+        engine = make_engine(factory(), chunks, None)
+        for q in queries[:20]:  # warm-up: caches of term weights and analysed chunks
+            engine.run(q, use_history=False, record_turn=False)
+        times = []
+        for q in queries:
+            start = time.perf_counter()
+            engine.run(q, use_history=False, record_turn=False)
+            times.append((time.perf_counter() - start) * 1000)
+        medians[label] = statistics.median(times)
+        rows.append(
+            [
+                label,
+                f"{n_chunks:,}",
+                len(queries),
+                f"{medians[label]:.2f} ms",
+                f"{medians[label] / medians['documented']:.2f}x",
+            ]
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--chunk-size", type=int, default=350)
+    parser.add_argument("--questions", type=int, default=500)
+    parser.add_argument("--latency", action="store_true", help="also time run() at 100k chunks")
+    args = parser.parse_args()
+
+    arabic = load_set(args.data / "arcd-train.json.gz", "Arabic (ARCD)", "ar", args.chunk_size)
+    english = load_set(args.data / "covid-qa.json.gz", "English (COVID-QA)", "en", args.chunk_size)
+    arabic.questions = subsample(arabic.questions, args.questions)
+    english.questions = subsample(english.questions, args.questions)
+    mixed = Corpus(
+        "mixed (both)",
+        arabic.chunks + english.chunks,
+        subsample(arabic.questions + english.questions, args.questions),
+    )
+    embedder = default_embedder()
+    headers = [
+        "corpus",
+        "system",
+        "recall@5",
+        "recall@20",
+        "MRR@20",
+        "answer in default ctx",
+        f"answer in {WIDE_BUDGET:,}-char ctx",
+        "mean default ctx chars",
+        "time",
+    ]
+    rows = measure([arabic, english, mixed], embedder)
+    sizes = ", ".join(
+        f"{c.name}: {len(c.chunks):,} chunks, {len(c.questions)} questions"
+        for c in (arabic, english, mixed)
+    )
+    text = [
+        "# Context quality (bench/bench_quality.py)",
+        "",
+        f"Machine: {describe_machine()}",
+        f"Load: {describe_load()}",
+        f"Command: {command_line()}",
+        f"Method: chunks of at most {args.chunk_size} characters (split_text); {sizes};"
+        f" questions subsampled with seed {SEED}. Default embedder: "
+        f"{'none installed' if embedder is None else type(embedder).__name__}.",
+        "",
+        format_table(headers, rows),
+    ]
+    if args.latency:
+        text += [
+            "",
+            "run() latency, keyword only, cache off, synthetic corpus:",
+            "",
+            format_table(
+                ["profile", "chunks", "queries", "median run()", "vs documented"],
+                latency(100_000, 300),
+            ),
+        ]
+    out = "\n".join(text) + "\n"
+    print(out)
+    print(f"written to {write_summary('quality', out)}")
+
+
+if __name__ == "__main__":
+    main()
