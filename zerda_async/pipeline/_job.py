@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from zerda_async.core.models import ContextResult, QueryAnalysis, ScoredChunk
+from zerda_async.core.models import Citation, ContextResult, QueryAnalysis, ScoredChunk
 
 __all__ = ["Job", "RunOptions"]
 
@@ -43,6 +43,8 @@ class Job(msgspec.Struct):
     filtered: list[ScoredChunk] = msgspec.field(default_factory=list)
     ranked: list[ScoredChunk] = msgspec.field(default_factory=list)
     context: str = ""
+    citations: tuple[Citation, ...] = ()
+    nothing_relevant: bool = False
     guard_passed: bool = True
     guard_warnings: list[str] = msgspec.field(default_factory=list)
     elapsed_ms: float = 0.0
