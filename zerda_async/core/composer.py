@@ -32,7 +32,7 @@ from .templates import (
 )
 from .truncation import truncate
 
-__all__ = ["SmartContextComposer", "check_packing_fields"]
+__all__ = ["SmartContextComposer", "check_packing_fields", "compose_with_citations"]
 
 logger = logging.getLogger(__name__)
 
@@ -205,3 +205,20 @@ def check_packing_fields(packing: Any, relevance_floor: Any) -> None:
         raise ConfigError(
             f"composer.relevance_floor must be a number in [0, 1], got {relevance_floor!r}"
         )
+
+
+def compose_with_citations(
+    composer: Any, chunks: list[ScoredChunk], analysis: QueryAnalysis | None, budget: int
+) -> Composition:
+    """Compose with any composer; citations come only from one whose ``compose`` is ours.
+
+    An injected composer, a wrapper that delegates attributes, or a subclass that
+    overrides :meth:`SmartContextComposer.compose` is called through its
+    documented ``compose`` (so its own behaviour wins) and cites nothing.
+    """
+    if (
+        isinstance(composer, SmartContextComposer)
+        and type(composer).compose is SmartContextComposer.compose
+    ):
+        return composer.compose_cited(chunks, analysis, budget)
+    return Composition(composer.compose(chunks, analysis, budget))

@@ -24,6 +24,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import Literal
 
+from zerda_async.core.composer import compose_with_citations
 from zerda_async.core.models import Composition, ContextResult
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._state import EngineState
@@ -199,11 +200,7 @@ class Compose(Stage):
     name = "compose"
 
     def apply(self, job: Job, state: EngineState) -> None:
-        compose_cited = getattr(state.composer, "compose_cited", None)
-        if compose_cited is None:  # an injected composer with only the documented method
-            job.context = state.composer.compose(job.ranked, job.analysis, job.budget)
-            return
-        composition = compose_cited(job.ranked, job.analysis, job.budget)
+        composition = compose_with_citations(state.composer, job.ranked, job.analysis, job.budget)
         job.context = composition.context
         job.citations = composition.citations
         job.nothing_relevant = composition.nothing_relevant
