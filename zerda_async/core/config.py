@@ -44,10 +44,10 @@ __all__ = [
     "config_to_json",
 ]
 
-RECOMMENDED_BUDGETS: tuple[int, int, int] = (1500, 3000, 6000)
+RECOMMENDED_BUDGETS: tuple[int, int, int] = (2000, 4000, 6000)
 """Context budgets (characters) of the recommended profile for low, medium, high complexity."""
 
-RECOMMENDED_RELEVANCE_FLOOR: float = 0.05
+RECOMMENDED_RELEVANCE_FLOOR: float = 0.08
 """The recommended profile's ``composer.relevance_floor`` (see ``bench/bench_packing.py``)."""
 
 LengthCounter = Callable[[str], int]
@@ -182,7 +182,7 @@ class ContextEngineConfig(msgspec.Struct):
     def recommended(cls) -> ContextEngineConfig:
         """The measured quality profile: a full configuration, validated.
 
-        Packing: budgets of 1,500 / 3,000 / 6,000 characters by query
+        Packing: budgets of 2,000 / 4,000 / 6,000 characters by query
         complexity, ``packing="fit"`` (skip what does not fit, cut at sentence
         ends, never cut the frame), a relevance floor, and the ``"auto"``
         template.  ``bench/bench_packing.py`` measures it against the documented
