@@ -88,7 +88,9 @@ def load(name: str, chunk_size: int) -> tuple[list[Chunk], list[Question]]:
     return chunks, questions
 
 
-def measure(engine: ContextEngine, questions: list[Question], budget: int | None) -> dict[str, float]:
+def measure(
+    engine: ContextEngine, questions: list[Question], budget: int | None
+) -> dict[str, float]:
     """Answer-in-context, mean context length, citations and flags over ``questions``."""
     hits = 0
     lengths: list[int] = []
@@ -111,7 +113,9 @@ def measure(engine: ContextEngine, questions: list[Question], budget: int | None
 
 
 def engine_for(profile: str, chunks: list[Chunk]) -> ContextEngine:
-    config = ContextEngineConfig.recommended() if profile == "recommended" else ContextEngineConfig()
+    config = (
+        ContextEngineConfig.recommended() if profile == "recommended" else ContextEngineConfig()
+    )
     # Repeated questions would be served from the cache without measuring packing.
     config.cache.enabled = False
     return ContextEngine(config).index(chunks)
@@ -125,8 +129,10 @@ def main() -> None:
     started = time.perf_counter()
     rows: list[list[Any]] = []
     for size in args.chunk_size:
-        sets = {lang: load(name, size) for lang, name in
-                (("ar", "arcd-train.json.gz"), ("en", "covid-qa.json.gz"))}
+        sets = {
+            lang: load(name, size)
+            for lang, name in (("ar", "arcd-train.json.gz"), ("en", "covid-qa.json.gz"))
+        }
         for profile in ("documented", "recommended"):
             for lang, (chunks, questions) in sets.items():
                 qs = questions[: args.limit] if args.limit else questions
@@ -136,16 +142,34 @@ def main() -> None:
                 own = measure(engine, qs, None)
                 at_4k = measure(engine_for(profile, chunks), qs, 4000)
                 off_topic = measure(engine_for(profile, chunks), off, None)
-                rows.append([
-                    size, profile, lang, len(chunks), len(qs),
-                    f"{own['aic']:.1f}%", f"{at_4k['aic']:.1f}%", f"{own['mean_len']:.0f}",
-                    f"{own['cited']:.1f}", f"{own['flagged']:.1f}%", f"{off_topic['flagged']:.1f}%",
-                ])
+                rows.append(
+                    [
+                        size,
+                        profile,
+                        lang,
+                        len(chunks),
+                        len(qs),
+                        f"{own['aic']:.1f}%",
+                        f"{at_4k['aic']:.1f}%",
+                        f"{own['mean_len']:.0f}",
+                        f"{own['cited']:.1f}",
+                        f"{own['flagged']:.1f}%",
+                        f"{off_topic['flagged']:.1f}%",
+                    ]
+                )
                 print(rows[-1], file=sys.stderr)
     headers = [
-        "chunk size", "profile", "set", "chunks", "questions", "answer in context (default)",
-        "answer in context (4,000)", "mean default context", "chunks cited",
-        "false flags", "off-topic flagged",
+        "chunk size",
+        "profile",
+        "set",
+        "chunks",
+        "questions",
+        "answer in context (default)",
+        "answer in context (4,000)",
+        "mean default context",
+        "chunks cited",
+        "false flags",
+        "off-topic flagged",
     ]
     table = format_table(headers, rows)
     text = (

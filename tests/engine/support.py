@@ -186,6 +186,8 @@ def result_fields(res: Any) -> dict[str, Any]:
         "chunk_vector": [sc.vector_score for sc in res.chunks_used],
         "chunk_keyword": [sc.keyword_score for sc in res.chunks_used],
         "chunk_quality": [sc.source_quality.name for sc in res.chunks_used],
+        "citations": list(res.citations),
+        "nothing_relevant": res.nothing_relevant,
     }
 
 

@@ -26,6 +26,8 @@ import msgspec
 from ..errors import ConfigError
 
 __all__ = [
+    "RECOMMENDED_BUDGETS",
+    "RECOMMENDED_RELEVANCE_FLOOR",
     "CacheConfig",
     "ComposerConfig",
     "ConfigError",
@@ -35,8 +37,6 @@ __all__ = [
     "GuardConfig",
     "LengthCounter",
     "QueryAnalyzerConfig",
-    "RECOMMENDED_BUDGETS",
-    "RECOMMENDED_RELEVANCE_FLOOR",
     "RankingConfig",
     "RetrieverConfig",
     "config_from_json",
@@ -47,8 +47,13 @@ __all__ = [
 RECOMMENDED_BUDGETS: tuple[int, int, int] = (2000, 4000, 6000)
 """Context budgets (characters) of the recommended profile for low, medium, high complexity."""
 
-RECOMMENDED_RELEVANCE_FLOOR: float = 0.08
-"""The recommended profile's ``composer.relevance_floor`` (see ``bench/bench_packing.py``)."""
+RECOMMENDED_RELEVANCE_FLOOR: float = 0.06
+"""The recommended profile's ``composer.relevance_floor`` (see ``bench/bench_packing.py``).
+
+Just above the 0.05 that the documented ranker's position factor alone gives a
+chunk, so a chunk needs some keyword or vector evidence to be packed.  It is on
+the ranker's ``composite_score`` scale: a different ranker needs its own value.
+"""
 
 LengthCounter = Callable[[str], int]
 """Measures a text in the unit of the budget (characters by default, or tokens)."""

@@ -110,9 +110,7 @@ def _clamp(citations: list[Citation], kept: int) -> list[Citation]:
         end = min(cit.end, kept)
         if end > cit.start:
             truncated = cit.truncated or end < cit.end
-            out.append(
-                Citation(cit.doc_id, cit.source, cit.label, cit.start, end, truncated)
-            )
+            out.append(Citation(cit.doc_id, cit.source, cit.label, cit.start, end, truncated))
     return out
 
 
