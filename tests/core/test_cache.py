@@ -366,3 +366,32 @@ def test_huge_number_of_puts_stays_bounded() -> None:
     assert cache.stats["size"] == 10
     assert cache.get("k9999") == "v"
     assert cache.get("k9989") is None
+
+
+# ── compositions (citations carried by the cache) ────────────────────────────
+
+
+def test_composition_round_trips_and_shares_counters_with_get() -> None:
+    from zerda_async.core.models import Citation, Composition
+
+    cache, clock = _cache(ttl=10)
+    cited = Composition("ctx", (Citation("d", "s", "[Source: s]", 3, 6, True),), False)
+    cache.put_composition("k", cited)
+    assert cache.get_composition("k") == cited
+    assert cache.get("k") == "ctx"
+    cache.put("plain", "text")
+    assert cache.get_composition("plain") == Composition("text")
+    clock.now += 11
+    assert cache.get_composition("k") is None
+    assert cache.stats["hits"] == 3 and cache.stats["misses"] == 1
+
+
+def test_composition_entries_evict_like_strings() -> None:
+    from zerda_async.core.cache import BoundedContextCache
+    from zerda_async.core.models import Composition
+
+    for cache in (ContextCache(max_size=1), BoundedContextCache(max_size=1)):
+        cache.put_composition("a", Composition("A"))
+        cache.put("b", "B")
+        assert cache.get_composition("a") is None
+        assert cache.get("b") == "B"

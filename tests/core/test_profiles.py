@@ -69,6 +69,13 @@ def test_recommended_differs_only_where_intended() -> None:
         "ranking.weight_keyword_score",
         "ranking.weight_source_quality",
         "ranking.weight_recency",
+        "query_analyzer.budget_low",
+        "query_analyzer.budget_medium",
+        "query_analyzer.budget_high",
+        "composer.max_context_length",
+        "composer.template",
+        "composer.packing",
+        "composer.relevance_floor",
     }
     assert rec["retriever.text_analyzer"] == best_multilingual()
     assert rec["retriever.fusion"] == "rrf" and rec["ranking.mode"] == "evidence"

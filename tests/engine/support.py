@@ -186,6 +186,9 @@ def result_fields(res: Any) -> dict[str, Any]:
         "chunk_vector": [sc.vector_score for sc in res.chunks_used],
         "chunk_keyword": [sc.keyword_score for sc in res.chunks_used],
         "chunk_quality": [sc.source_quality.name for sc in res.chunks_used],
+        # Citations are not compared here: tests wrap the composer in delegates,
+        # which cite nothing (see tests/engine/test_citations.py).
+        "nothing_relevant": res.nothing_relevant,
     }
 
 

@@ -10,6 +10,12 @@ bookkeeping, and that behaviour is reproduced on purpose:
 * a key that expired and was stored again is listed twice in the order, so
   its stale first position can evict the fresh value early;
 * ``max_size=0`` makes the first ``put`` raise ``IndexError``.
+
+Besides the documented ``get``/``put`` of context strings, ``put_composition`` /
+``get_composition`` store and return a whole
+:class:`~zerda_async.core.models.Composition` (the context with its citations),
+so a cache hit can cite what the miss that stored it cited.  Both pairs share one
+store, one eviction order and the same hit and miss counters.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from .models import Composition
 
 __all__ = ["BoundedContextCache", "ContextCache"]
 
@@ -42,7 +50,8 @@ class ContextCache:
         self._max = max_size
         self._ttl = ttl_seconds
         self._clock = clock
-        self._store: dict[str, tuple[str, float]] = {}
+        # key -> (context, stored_at, the composition it came from when one was stored)
+        self._store: dict[str, tuple[str, float, Composition | None]] = {}
         self._order: deque[str] = deque()
         self._hits = 0
         self._misses = 0
@@ -52,16 +61,20 @@ class ContextCache:
 
         An expired entry is removed from the store only, not from the order.
         """
-        if key not in self._store:
-            self._misses += 1
+        entry = self._lookup(key)
+        return None if entry is None else entry[0]
+
+    def get_composition(self, key: str) -> Composition | None:
+        """Like :meth:`get`, but the stored composition (citations included).
+
+        An entry stored with :meth:`put` comes back as a composition without
+        citations.
+        """
+        entry = self._lookup(key)
+        if entry is None:
             return None
-        ctx, stored_at = self._store[key]
-        if self._clock() - stored_at > self._ttl:
-            del self._store[key]
-            self._misses += 1
-            return None
-        self._hits += 1
-        return ctx
+        context, _, composition = entry
+        return composition if composition is not None else Composition(context)
 
     def contains(self, key: str) -> bool:
         """True when :meth:`get` would hit now; counts nothing and removes nothing."""
@@ -75,13 +88,33 @@ class ContextCache:
         A new key, when the store is full, first pops the oldest key of the
         order and drops it from the store if it is still there.
         """
+        self._insert(key, context, None)
+
+    def put_composition(self, key: str, composition: Composition) -> None:
+        """Store ``composition.context`` under ``key`` with its citations (as :meth:`put`)."""
+        self._insert(key, composition.context, composition)
+
+    def _lookup(self, key: str) -> tuple[str, float, Composition | None] | None:
+        """The live entry of ``key``, counting a hit or a miss (the documented ``get``)."""
+        if key not in self._store:
+            self._misses += 1
+            return None
+        entry = self._store[key]
+        if self._clock() - entry[1] > self._ttl:
+            del self._store[key]
+            self._misses += 1
+            return None
+        self._hits += 1
+        return entry
+
+    def _insert(self, key: str, context: str, composition: Composition | None) -> None:
         if key in self._store:
-            self._store[key] = (context, self._clock())
+            self._store[key] = (context, self._clock(), composition)
             return
         if len(self._store) >= self._max:
             oldest = self._order.popleft()
             self._store.pop(oldest, None)
-        self._store[key] = (context, self._clock())
+        self._store[key] = (context, self._clock(), composition)
         self._order.append(key)
 
     def make_key(self, query: str, filters: Mapping[str, Any] | None = None) -> str:
@@ -130,15 +163,15 @@ class BoundedContextCache(ContextCache):
     ``max_size=0`` still raises the documented ``IndexError`` on ``put``.
     """
 
-    def put(self, key: str, context: str) -> None:
-        """Store ``context`` under ``key``, evicting until the store has room."""
+    def _insert(self, key: str, context: str, composition: Composition | None) -> None:
+        """Store under ``key``, evicting until the store has room."""
         if key in self._store:
-            self._store[key] = (context, self._clock())
+            self._store[key] = (context, self._clock(), composition)
             return
         while len(self._store) >= self._max:
             oldest = self._order.popleft()
             self._store.pop(oldest, None)
-        self._store[key] = (context, self._clock())
+        self._store[key] = (context, self._clock(), composition)
         self._order.append(key)
         if len(self._order) > 2 * self._max:
             self._compact_order()

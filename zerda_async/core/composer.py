@@ -1,10 +1,13 @@
 """Composition of ranked chunks into one context string within a length budget.
 
 The layout is ``header + sep + chunk_1 + sep + ... + chunk_n + sep + footer``
-using the template chosen at construction.  The budget accounting reproduces
-the documented package exactly, including its surprises (the first chunk is
-always included, packing stops at the first chunk that does not fit, and a
-final clamp may cut into the footer).
+using the template chosen at construction (or, for ``"auto"``, per query from
+its language).  With the default ``composer.packing = "documented"`` the budget
+accounting reproduces the documented package exactly, including its surprises
+(the first chunk is always included, packing stops at the first chunk that does
+not fit, and a final clamp may cut into the footer); ``"fit"`` packs as
+:func:`~zerda_async.core.packing.pack_fit` describes.  :meth:`compose_cited`
+also says where each chunk's text sits in the context.
 """
 
 from __future__ import annotations
@@ -15,22 +18,28 @@ from typing import Any
 
 from .config import ContextEngineConfig, LengthCounter
 from .counters import char_counter
-from .models import QueryAnalysis, ScoredChunk
+from .models import Composition, QueryAnalysis, ScoredChunk
+from .packing import Piece, pack_documented, pack_fit
 from .strategy import ContextComposerStrategy
 from .templates import (
     ARABIC_PLACEHOLDER,
+    AUTO_TEMPLATE,
     DEFAULT_TEMPLATE,
     ENGLISH_PLACEHOLDER,
     TEMPLATES,
+    ContextTemplate,
 )
 from .truncation import truncate
+from .validation import check_packing_fields
 
-__all__ = ["SmartContextComposer"]
+__all__ = ["SmartContextComposer", "compose_with_citations"]
 
 logger = logging.getLogger(__name__)
 
 _TRUNCATE_BACKOFF = 0.7
 _MAX_METADATA_ITEMS = 5
+# Marks where the chunk text goes when a chunk layout is split into prefix and suffix.
+_SLOT = "\x00"
 
 
 class SmartContextComposer(ContextComposerStrategy):
@@ -38,26 +47,53 @@ class SmartContextComposer(ContextComposerStrategy):
 
     ``counter`` measures lengths in the budget's unit (code points by
     default).  The template is resolved once, here; unknown names use the
-    Arabic template.  Every other ``config.composer`` field is read live.
+    Arabic template, and ``"auto"`` picks the Arabic or English one from each
+    query's analysis.  Every other documented ``config.composer`` field is read
+    live; ``packing`` and ``relevance_floor`` are checked here (a bad value
+    raises :class:`ConfigError` naming the field) and then read live too.
     """
 
     def __init__(self, config: ContextEngineConfig, counter: LengthCounter | None = None) -> None:
         self.cfg = config.composer
         self._counter: LengthCounter = counter or char_counter
         self._tmpl = TEMPLATES.get(self.cfg.template, TEMPLATES[DEFAULT_TEMPLATE])
+        check_packing_fields(self.cfg.packing, self.cfg.relevance_floor)
 
     def compose(self, chunks: list[ScoredChunk], analysis: QueryAnalysis, budget: int) -> str:
         """Build the context for ``chunks`` (already in the desired order).
 
-        ``analysis`` is accepted for the interface but never read.  An empty
-        chunk list yields the placeholder context, whatever the budget.
+        ``analysis`` is read only by the ``"auto"`` template.  An empty chunk
+        list yields the placeholder context, whatever the budget.
         """
+        return self.compose_cited(chunks, analysis, budget).context
+
+    def compose_cited(
+        self, chunks: list[ScoredChunk], analysis: QueryAnalysis | None, budget: int
+    ) -> Composition:
+        """:meth:`compose`, with the citations of the chunks in the context, in order.
+
+        Chunks scoring below ``relevance_floor`` are left out first; when the
+        opt-in packing settings leave no chunk, the result says so
+        (``nothing_relevant``).
+        """
+        name, tmpl = self._template_for(analysis)
+        floor = self.cfg.relevance_floor
+        if floor > 0:
+            chunks = [sc for sc in chunks if sc.composite_score >= floor]
         if not chunks:
-            return self._empty_context()
+            opted_in = floor > 0 or self.cfg.packing != "documented"
+            return Composition(self._empty_context(name, tmpl), (), nothing_relevant=opted_in)
         if self.cfg.group_by_source:
             chunks = self._group_by_source(chunks)
-        formatted = [(self._format_chunk(sc, idx), sc) for idx, sc in enumerate(chunks)]
-        context = self._assemble(formatted, budget)
+        pieces = [self._piece(sc, idx, tmpl) for idx, sc in enumerate(chunks)]
+        if self.cfg.packing == "fit":
+            context, citations = pack_fit(
+                pieces, tmpl, self.cfg.separator, budget, self._counter, self._word_truncate
+            )
+        else:
+            context, citations = pack_documented(
+                pieces, tmpl, self.cfg.separator, budget, self._counter, self._hard_truncate
+            )
         if logger.isEnabledFor(logging.DEBUG):
             # The documented message says "chars" even when counting tokens.
             logger.debug(
@@ -66,7 +102,7 @@ class SmartContextComposer(ContextComposerStrategy):
                 self._counter(context),
                 budget,
             )
-        return context
+        return Composition(context, tuple(citations))
 
     def get_stats(self, context: str) -> dict[str, Any]:
         """Length statistics of the separator-delimited parts of ``context``.
@@ -86,23 +122,31 @@ class SmartContextComposer(ContextComposerStrategy):
             "length_unit": "tokens" if self._counter is not char_counter else "chars",
         }
 
+    def _template_for(self, analysis: QueryAnalysis | None) -> tuple[str, ContextTemplate]:
+        """The template name and record for this query (``"auto"`` resolved by language)."""
+        if self.cfg.template != AUTO_TEMPLATE:
+            return self.cfg.template, self._tmpl
+        name = "arabic" if analysis is not None and analysis.is_arabic else "english"
+        return name, TEMPLATES[name]
+
     def _format_chunk(self, sc: ScoredChunk, idx: int) -> str:
+        """Render one chunk with the template resolved at construction."""
+        return self._piece(sc, idx, self._tmpl).formatted
+
+    def _piece(self, sc: ScoredChunk, idx: int, tmpl: ContextTemplate) -> Piece:
         """Render one chunk; ``idx`` is its 0-based position after grouping.
 
         The fallback source label uses the 0-based position while the
         template's ``{idx}`` field shows the 1-based one.
         """
-        fmt = self._tmpl.chunk_fmt_score if self.cfg.include_scores else self._tmpl.chunk_fmt
-        text = fmt.format(
-            source=sc.source or sc.doc_id or f"doc-{idx}",
-            text=sc.text.strip(),
-            score=sc.composite_score,
-            idx=idx + 1,
-        )
+        fmt = tmpl.chunk_fmt_score if self.cfg.include_scores else tmpl.chunk_fmt
+        source = sc.source or sc.doc_id or f"doc-{idx}"
+        layout = fmt.format(source=source, text=_SLOT, score=sc.composite_score, idx=idx + 1)
+        prefix, _, suffix = layout.partition(_SLOT)
         if self.cfg.include_metadata and sc.metadata:
             items = list(sc.metadata.items())[:_MAX_METADATA_ITEMS]
-            text += "\n[" + " | ".join(f"{k}: {v}" for k, v in items) + "]"
-        return text
+            suffix += "\n[" + " | ".join(f"{k}: {v}" for k, v in items) + "]"
+        return Piece(str(sc.doc_id or ""), str(source), prefix, sc.text.strip(), suffix)
 
     def _group_by_source(self, chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:
         """Group chunks by source, best group (by its top score) first.
@@ -120,53 +164,41 @@ class SmartContextComposer(ContextComposerStrategy):
         )
         return [sc for members in ordered for sc in members]
 
-    def _assemble(self, formatted: Sequence[tuple[str, ScoredChunk]], budget: int) -> str:
-        """Pack formatted chunks between header and footer within ``budget``."""
-        sep = self.cfg.separator
-        count = self._counter
-        tmpl = self._tmpl
-
-        parts: list[str] = []
-        if tmpl.header:
-            parts.append(tmpl.header.rstrip())
-        # The footer is charged with its leading newline plus one separator;
-        # the header is charged without the separator that follows it.
-        footer_cost = count(tmpl.footer) + count(sep) if tmpl.footer else 0
-        header_parts = [tmpl.header.rstrip()] if tmpl.header else []
-        available = budget - count(sep.join(header_parts)) - footer_cost
-
-        included = 0
-        for chunk_text, _ in formatted:
-            chunk_len = count(chunk_text) + count(sep)
-            if available - chunk_len < 0:
-                if included == 0:
-                    # The first chunk always goes in, cut to what is left
-                    # (ignoring its separator); the final clamp fixes the rest.
-                    parts.append(self._hard_truncate(chunk_text, available))
-                    included += 1
-                break
-            parts.append(chunk_text)
-            available -= chunk_len
-            included += 1
-
-        if tmpl.footer:
-            parts.append(tmpl.footer.lstrip())
-        context = sep.join(parts)
-        if count(context) > budget:
-            context = self._hard_truncate(context, budget)
-        return context
-
-    def _empty_context(self) -> str:
+    def _empty_context(self, name: str | None = None, tmpl: ContextTemplate | None = None) -> str:
         """The placeholder context used when there are no chunks.
 
-        The message language follows the live template name while the frame
-        comes from the template resolved at construction, so an unknown name
-        gives an Arabic frame around the English message.
+        The message language follows the live template name (``name`` is the
+        one ``"auto"`` resolved to) while the frame comes from the template
+        resolved at construction, so an unknown name gives an Arabic frame
+        around the English message.
         """
-        msg = ARABIC_PLACEHOLDER if self.cfg.template == "arabic" else ENGLISH_PLACEHOLDER
-        pieces = (self._tmpl.header.strip(), msg, self._tmpl.footer.strip())
+        name = self.cfg.template if name is None else name
+        tmpl = self._tmpl if tmpl is None else tmpl
+        msg = ARABIC_PLACEHOLDER if name == "arabic" else ENGLISH_PLACEHOLDER
+        pieces = (tmpl.header.strip(), msg, tmpl.footer.strip())
         return self.cfg.separator.join(p for p in pieces if p)
 
     def _hard_truncate(self, text: str, max_len: int) -> str:
         """Cut ``text`` to ``max_len`` units plus ``"..."``, preferring a word boundary."""
         return truncate(text, max_len, self._counter, _TRUNCATE_BACKOFF)
+
+    def _word_truncate(self, text: str, max_len: int) -> str:
+        """Cut ``text`` at a word boundary with ``"..."`` (the fit packer's last resort)."""
+        return truncate(text, max_len, self._counter, _TRUNCATE_BACKOFF)
+
+
+def compose_with_citations(
+    composer: Any, chunks: list[ScoredChunk], analysis: QueryAnalysis | None, budget: int
+) -> Composition:
+    """Compose with any composer; citations come only from one whose ``compose`` is ours.
+
+    An injected composer, a wrapper that delegates attributes, or a subclass that
+    overrides :meth:`SmartContextComposer.compose` is called through its
+    documented ``compose`` (so its own behaviour wins) and cites nothing.
+    """
+    if (
+        isinstance(composer, SmartContextComposer)
+        and type(composer).compose is SmartContextComposer.compose
+    ):
+        return composer.compose_cited(chunks, analysis, budget)
+    return Composition(composer.compose(chunks, analysis, budget))

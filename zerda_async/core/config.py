@@ -1,9 +1,15 @@
 """Configuration records of the engine.
 
 Every section is a mutable :class:`msgspec.Struct` whose field names, order and
-defaults are those of the documented synchronous package.  Nothing here
-validates values: the documented package accepts anything, and components read
+defaults are those of the documented synchronous package.  Construction
+validates nothing: the documented package accepts anything, and components read
 most values live at call time (see each component for what it snapshots).
+:meth:`ContextEngineConfig.validate` is the opt-in check (unknown template
+names, out-of-range weights, budgets that are not positive), which
+:meth:`ContextEngineConfig.recommended` applies.  Fields added after the
+documented package (``composer.packing``, ``composer.relevance_floor``) have no
+documented behaviour to preserve, so the composer rejects bad values for them
+always.
 
 Configurations load from and dump to JSON or TOML with :func:`config_from_json`,
 :func:`config_from_toml` and :func:`config_to_json`; a bad field raises
@@ -20,6 +26,8 @@ import msgspec
 from ..errors import ConfigError
 
 __all__ = [
+    "RECOMMENDED_BUDGETS",
+    "RECOMMENDED_RELEVANCE_FLOOR",
     "CacheConfig",
     "ComposerConfig",
     "ConfigError",
@@ -35,6 +43,17 @@ __all__ = [
     "config_from_toml",
     "config_to_json",
 ]
+
+RECOMMENDED_BUDGETS: tuple[int, int, int] = (2000, 4000, 6000)
+"""Context budgets (characters) of the recommended profile for low, medium, high complexity."""
+
+RECOMMENDED_RELEVANCE_FLOOR: float = 0.06
+"""The recommended profile's ``composer.relevance_floor`` (see ``bench/bench_packing.py``).
+
+Just above the 0.05 that the documented ranker's position factor alone gives a
+chunk, so a chunk needs some keyword or vector evidence to be packed.  It is on
+the ranker's ``composite_score`` scale: a different ranker needs its own value.
+"""
 
 LengthCounter = Callable[[str], int]
 """Measures a text in the unit of the budget (characters by default, or tokens)."""
@@ -115,7 +134,15 @@ class ComposerConfig(msgspec.Struct):
     """Template, separator and formatting flags of the composed context.
 
     ``include_sources``, ``summarize_long_chunks`` and ``min_compression_chars``
-    are kept for compatibility and are never read.
+    are kept for compatibility and are never read.  ``template`` may also be
+    ``"auto"`` (Arabic template for an Arabic query, English otherwise).
+
+    Two fields are additions (their defaults keep the documented composer):
+    ``packing`` is ``"documented"`` (stop at the first chunk that does not fit,
+    clamp the whole context) or ``"fit"`` (skip a chunk that does not fit and try
+    the next, cut at a sentence boundary, never cut the header or footer);
+    ``relevance_floor`` drops chunks whose ``composite_score`` is below it before
+    packing, and a context left without chunks says so (``nothing_relevant``).
     """
 
     max_context_length: int = 2000
@@ -127,6 +154,8 @@ class ComposerConfig(msgspec.Struct):
     group_by_source: bool = False
     summarize_long_chunks: bool = False
     min_compression_chars: int = 50
+    packing: str = "documented"
+    relevance_floor: float = 0.0
 
 
 class GuardConfig(msgspec.Struct):
@@ -182,9 +211,13 @@ class ContextEngineConfig(msgspec.Struct):
           keyword weights (1.0; metadata 0.5): rank fusion of each method's list;
         * ``ranking.mode = "evidence"`` with weights that put the fused retrieval
           score first (evidence 0.55, keyword overlap 0.20, source quality 0.15,
-          recency 0.05, position 0.05).
+          recency 0.05, position 0.05);
+        * packing (``bench/bench_packing.py``): budgets of 2,000 / 4,000 / 6,000
+          characters by query complexity, ``composer.packing = "fit"`` (skip what
+          does not fit, cut at sentence ends, never cut the frame), a relevance
+          floor, and the ``"auto"`` template (Arabic or English by the query).
 
-        Each call returns a new, independent configuration.
+        Each call returns a new, independent configuration, validated.
         """
         # Imported here: analysis imports errors only, but config must stay importable
         # before the index package (it is the bottom of core).
@@ -205,9 +238,29 @@ class ContextEngineConfig(msgspec.Struct):
         ranking.weight_source_quality = 0.15
         ranking.weight_recency = 0.05
         ranking.weight_position = 0.05
-        # ---- composition settings (packing, budgets, relevance floor, template "auto")
-        # ---- belong here; another change adds them.  Keep retrieval settings above.
-        return config
+        analyzer = config.query_analyzer
+        analyzer.budget_low, analyzer.budget_medium, analyzer.budget_high = RECOMMENDED_BUDGETS
+        config.composer.max_context_length = RECOMMENDED_BUDGETS[1]
+        config.composer.template = "auto"
+        config.composer.packing = "fit"
+        config.composer.relevance_floor = RECOMMENDED_RELEVANCE_FLOOR
+        return config.validate()
+
+    def validate(self) -> ContextEngineConfig:
+        """Check every value the documented package would use silently; return ``self``.
+
+        Raises :class:`ConfigError` naming the field (``composer.template``,
+        ``ranking.weight_recency``, ``query_analyzer.budget_low`` ...) for an
+        unknown template name, a weight or threshold outside [0, 1], or a budget
+        or size that is not a positive integer (see
+        :func:`zerda_async.core.validation.validate_config`).  Construction never
+        validates, so ``sync_api`` keeps accepting what the documented package
+        accepts.
+        """
+        from .validation import validate_config  # it imports the composer, which imports us
+
+        validate_config(self)
+        return self
 
     @property
     def max_context_length(self) -> int:

@@ -17,6 +17,8 @@ from typing import Any
 import msgspec
 
 __all__ = [
+    "Citation",
+    "Composition",
     "ContextResult",
     "ConversationHistory",
     "ConversationTurn",
@@ -199,11 +201,46 @@ class ScoredChunk(msgspec.Struct):
         }
 
 
+class Citation(msgspec.Struct, frozen=True):
+    """Where one chunk's text sits in a composed context.
+
+    ``context[start:end]`` is the chunk's (stripped) text exactly as printed, or the
+    part of it that was kept when ``truncated``; an ellipsis the composer appended is
+    outside the span.  ``label`` is the citation marker the template printed before the
+    text (``"[Source: handbook]"``, ``"--- [2] handbook ---"``), ``""`` for a template
+    that prints none (``minimal``).
+    """
+
+    doc_id: str
+    source: str
+    label: str
+    start: int
+    end: int
+    truncated: bool = False
+
+
+class Composition(msgspec.Struct, frozen=True):
+    """A composed context with the citations of the chunks it holds, in context order.
+
+    ``nothing_relevant`` is true when an opt-in packing mode (``composer.packing =
+    "fit"`` or a ``composer.relevance_floor``) found no chunk to include, so the
+    context is the template's "no information" placeholder.
+    """
+
+    context: str
+    citations: tuple[Citation, ...] = ()
+    nothing_relevant: bool = False
+
+
 class ContextResult(msgspec.Struct):
     """What one engine run returns.
 
     ``context_length`` (code points) and ``total_included`` (``len(chunks_used)``)
     are recomputed at construction; values passed for them are ignored.
+    ``chunks_used`` keeps its documented meaning (every ranked chunk); ``citations``
+    lists the chunks actually in the context, in order, and ``nothing_relevant`` says
+    that the relevance floor left nothing to cite (both are additions; their defaults
+    leave documented results unchanged).
     """
 
     context: str
@@ -218,6 +255,8 @@ class ContextResult(msgspec.Struct):
     guard_passed: bool = True
     guard_warnings: list[str] = msgspec.field(default_factory=list)
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    citations: list[Citation] = msgspec.field(default_factory=list)
+    nothing_relevant: bool = False
 
     def __post_init__(self) -> None:
         self.context_length = len(self.context)

@@ -3,7 +3,9 @@
 The four built-in templates are part of the output contract, so their strings
 are byte-for-byte those of the documented package.  ``TEMPLATES`` is a
 read-only mapping; the composer resolves a template name against it once, at
-construction, falling back to ``"arabic"`` for unknown names.
+construction, falling back to ``"arabic"`` for unknown names.  The name
+``"auto"`` (:data:`AUTO_TEMPLATE`) is not a template but a choice: the
+composer takes ``"arabic"`` for an Arabic query and ``"english"`` otherwise.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Final
 
 __all__ = [
     "ARABIC_PLACEHOLDER",
+    "AUTO_TEMPLATE",
     "DEFAULT_TEMPLATE",
     "ENGLISH_PLACEHOLDER",
     "TEMPLATES",
+    "TEMPLATE_NAMES",
     "ContextTemplate",
 ]
 
@@ -75,3 +79,9 @@ TEMPLATES: Final[Mapping[str, ContextTemplate]] = MappingProxyType(
     }
 )
 """Built-in templates by name, in the documented order."""
+
+AUTO_TEMPLATE: Final = "auto"
+"""Template name that picks ``"arabic"`` or ``"english"`` from each query's language."""
+
+TEMPLATE_NAMES: Final[frozenset[str]] = frozenset({*TEMPLATES, AUTO_TEMPLATE})
+"""Every name ``composer.template`` accepts under :meth:`ContextEngineConfig.validate`."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from zerda_async.core.models import ContextResult, QueryAnalysis, ScoredChunk
+from zerda_async.core.models import Citation, ContextResult, QueryAnalysis, ScoredChunk
 
 __all__ = ["RUN_KEYWORDS", "Ahead", "Job", "RunOptions", "check_run_keywords", "make_job"]
 
@@ -68,6 +68,8 @@ class Job(msgspec.Struct):
     filtered: list[ScoredChunk] = msgspec.field(default_factory=list)
     ranked: list[ScoredChunk] = msgspec.field(default_factory=list)
     context: str = ""
+    citations: tuple[Citation, ...] = ()
+    nothing_relevant: bool = False
     guard_passed: bool = True
     guard_warnings: list[str] = msgspec.field(default_factory=list)
     elapsed_ms: float = 0.0

@@ -20,7 +20,8 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 
-from zerda_async.core.models import ContextResult
+from zerda_async.core.composer import compose_with_citations
+from zerda_async.core.models import Composition, ContextResult
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._state import EngineState
 
@@ -81,17 +82,19 @@ class CacheLookup(Stage):
         if state.cache is None:
             return
         job.cache_key = state.cache_key(job.query, job.options.metadata_filters)
-        cached = state.cache.get(job.cache_key)
-        if cached:
+        cached = state.cache.get_composition(job.cache_key)
+        if cached is not None and cached.context:
             analysis = state.analyzer.analyze(job.query)
             job.analysis = analysis
-            job.context = cached
+            job.context = cached.context
             job.result = ContextResult(
-                context=cached,
+                context=cached.context,
                 query_analysis=analysis,
                 chunks_used=[],
                 pipeline_ms=(time.perf_counter() - job.t_start) * 1000,
                 metadata={"from_cache": True},
+                citations=list(cached.citations),
+                nothing_relevant=cached.nothing_relevant,
             )
 
 
@@ -225,7 +228,10 @@ class Compose(Stage):
     name = "compose"
 
     def apply(self, job: Job, state: EngineState) -> None:
-        job.context = state.composer.compose(job.ranked, job.analysis, job.budget)
+        composition = compose_with_citations(state.composer, job.ranked, job.analysis, job.budget)
+        job.context = composition.context
+        job.citations = composition.citations
+        job.nothing_relevant = composition.nothing_relevant
 
 
 class Guard(Stage):
@@ -246,7 +252,8 @@ class CacheStore(Stage):
 
     def apply(self, job: Job, state: EngineState) -> None:
         if state.cache is not None and job.cache_key and job.guard_passed:
-            state.cache.put(job.cache_key, job.context)
+            composition = Composition(job.context, job.citations, job.nothing_relevant)
+            state.cache.put_composition(job.cache_key, composition)
 
 
 class HistoryRecord(Stage):
@@ -313,5 +320,7 @@ def build_result(job: Job) -> ContextResult:
         pipeline_ms=job.elapsed_ms,
         guard_passed=job.guard_passed,
         guard_warnings=job.guard_warnings,
+        citations=list(job.citations),
+        nothing_relevant=job.nothing_relevant,
     )
     return job.result

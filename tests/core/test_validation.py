@@ -1,0 +1,76 @@
+"""ContextEngineConfig.validate() and recommended(): bad values name their field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from zerda_async.core.config import ContextEngineConfig, config_from_json, config_to_json
+from zerda_async.errors import ConfigError
+
+BAD: list[tuple[str, str, Any]] = [
+    ("composer", "template", "englsh"),
+    ("composer", "packing", "greedy"),
+    ("composer", "relevance_floor", 2.0),
+    ("ranking", "weight_recency", -0.1),
+    ("ranking", "weight_vector_score", 1.5),
+    ("retriever", "keyword_weight", "0.3"),
+    ("retriever", "min_vector_score", 2.0),
+    ("query_analyzer", "budget_low", 0),
+    ("query_analyzer", "budget_high", -100),
+    ("composer", "max_context_length", 0),
+    ("retriever", "top_k", True),
+    ("cache", "ttl_seconds", 0),
+    ("guard", "min_context_length", -1),
+]
+
+
+@pytest.mark.parametrize(("section", "field", "value"), BAD)
+def test_validate_names_the_bad_field(section: str, field: str, value: Any) -> None:
+    config = ContextEngineConfig()
+    setattr(getattr(config, section), field, value)
+    with pytest.raises(ConfigError, match=rf"^{section}\.{field} "):
+        config.validate()
+
+
+@pytest.mark.parametrize(("section", "field", "value"), BAD[:1] + BAD[3:])
+def test_documented_construction_still_accepts_them(section: str, field: str, value: Any) -> None:
+    # The documented package validates nothing; only validate() rejects.
+    config = ContextEngineConfig()
+    setattr(getattr(config, section), field, value)
+    assert getattr(getattr(config, section), field) == value
+
+
+def test_length_window_must_not_be_inverted() -> None:
+    config = ContextEngineConfig()
+    config.filter_cfg.min_chunk_length = 5000
+    with pytest.raises(ConfigError, match=r"filter_cfg\.min_chunk_length"):
+        config.validate()
+
+
+@pytest.mark.parametrize("template", ["arabic", "english", "minimal", "structured", "auto"])
+def test_every_template_name_validates(template: str) -> None:
+    config = ContextEngineConfig()
+    config.composer.template = template
+    assert config.validate() is config
+
+
+def test_documented_defaults_validate_and_keep_documented_packing() -> None:
+    config = ContextEngineConfig().validate()
+    assert (config.composer.packing, config.composer.relevance_floor) == ("documented", 0.0)
+
+
+def test_recommended_packing_settings() -> None:
+    config = ContextEngineConfig.recommended()
+    assert config.composer.template == "auto"
+    assert config.composer.packing == "fit"
+    assert 0 < config.composer.relevance_floor < 1
+    budgets = config.query_analyzer
+    assert 0 < budgets.budget_low < budgets.budget_medium < budgets.budget_high
+    # A fresh profile each call: mutating one does not change the next.
+    config.composer.template = "english"
+    assert ContextEngineConfig.recommended().composer.template == "auto"
+    assert config_from_json(config_to_json(ContextEngineConfig.recommended())) == (
+        ContextEngineConfig.recommended()
+    )

@@ -1,0 +1,128 @@
+"""Opt-in checks of a configuration: each bad value raises a ``ConfigError`` naming its field.
+
+The documented package validates nothing (an unknown template name falls back to
+Arabic, any weight or budget is used as given), and ``sync_api`` keeps that.  These
+checks are what :meth:`ContextEngineConfig.validate` runs; the recommended profile
+applies them, and entry points that own their configuration (the async engine, the
+command line, the service) can call it so a typo fails at start-up instead of
+silently changing the context.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from .templates import TEMPLATE_NAMES
+
+if TYPE_CHECKING:
+    from .config import ContextEngineConfig
+
+__all__ = ["PACKING_MODES", "check_packing_fields", "validate_config"]
+
+# (section, field) pairs of weights and thresholds that must lie in [0, 1].
+_UNIT_FIELDS: tuple[tuple[str, str], ...] = (
+    ("query_analyzer", "arabic_threshold"),
+    ("retriever", "vector_weight"),
+    ("retriever", "keyword_weight"),
+    ("retriever", "metadata_weight"),
+    ("filter_cfg", "semantic_sim_threshold"),
+    ("ranking", "weight_vector_score"),
+    ("ranking", "weight_keyword_score"),
+    ("ranking", "weight_source_quality"),
+    ("ranking", "weight_recency"),
+    ("ranking", "weight_position"),
+    ("guard", "relevance_threshold"),
+    ("composer", "relevance_floor"),
+)
+
+# Budgets and sizes that must be positive integers.
+_POSITIVE_FIELDS: tuple[tuple[str, str], ...] = (
+    ("query_analyzer", "budget_low"),
+    ("query_analyzer", "budget_medium"),
+    ("query_analyzer", "budget_high"),
+    ("retriever", "top_k"),
+    ("ranking", "max_chunks_to_rank"),
+    ("composer", "max_context_length"),
+    ("filter_cfg", "max_chunk_length"),
+    ("guard", "max_context_length"),
+    ("cache", "max_size"),
+    ("cache", "ttl_seconds"),
+)
+
+# Lengths that may be zero but not negative.
+_NON_NEGATIVE_FIELDS: tuple[tuple[str, str], ...] = (
+    ("filter_cfg", "min_chunk_length"),
+    ("guard", "min_context_length"),
+)
+
+
+PACKING_MODES: frozenset[str] = frozenset({"documented", "fit"})
+"""The values of ``composer.packing`` (``documented`` is the documented packer)."""
+
+
+def check_packing_fields(packing: Any, relevance_floor: Any) -> None:
+    """Raise :class:`ConfigError` naming ``composer.packing`` or ``composer.relevance_floor``.
+
+    These fields are additions, with no documented behaviour to keep, so they are
+    checked whenever a composer is built.
+    """
+    if packing not in PACKING_MODES:
+        raise ConfigError(
+            f"composer.packing must be one of {sorted(PACKING_MODES)}, got {packing!r}"
+        )
+    if (
+        isinstance(relevance_floor, bool)
+        or not isinstance(relevance_floor, int | float)
+        or not 0.0 <= relevance_floor <= 1.0
+    ):
+        raise ConfigError(
+            f"composer.relevance_floor must be a number in [0, 1], got {relevance_floor!r}"
+        )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_ranges(config: ContextEngineConfig) -> None:
+    for section, name in _UNIT_FIELDS:
+        value = getattr(getattr(config, section), name)
+        if not _is_number(value) or not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{section}.{name} must be a number in [0, 1], got {value!r}")
+    min_vector = config.retriever.min_vector_score
+    if not _is_number(min_vector) or not -1.0 <= min_vector <= 1.0:
+        # A cosine similarity: anything outside [-1, 1] filters everything or nothing.
+        raise ConfigError(
+            f"retriever.min_vector_score must be a number in [-1, 1], got {min_vector!r}"
+        )
+    for section, name in _POSITIVE_FIELDS:
+        value = getattr(getattr(config, section), name)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ConfigError(f"{section}.{name} must be a positive integer, got {value!r}")
+    for section, name in _NON_NEGATIVE_FIELDS:
+        value = getattr(getattr(config, section), name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{section}.{name} must be an integer >= 0, got {value!r}")
+
+
+def validate_config(config: ContextEngineConfig) -> None:
+    """Raise :class:`ConfigError` for the first bad value, naming ``section.field``.
+
+    Checked: the template name (a built-in one or ``"auto"``), the packing mode,
+    weights and thresholds in [0, 1], positive budgets, sizes and the cache TTL,
+    non-negative minimum lengths, and a length window whose minimum is not above
+    its maximum.
+    """
+    template = config.composer.template
+    if template not in TEMPLATE_NAMES:
+        raise ConfigError(
+            f"composer.template must be one of {sorted(TEMPLATE_NAMES)}, got {template!r}"
+        )
+    check_packing_fields(config.composer.packing, config.composer.relevance_floor)
+    _check_ranges(config)
+    if config.filter_cfg.min_chunk_length > config.filter_cfg.max_chunk_length:
+        raise ConfigError(
+            "filter_cfg.min_chunk_length must not exceed filter_cfg.max_chunk_length "
+            f"({config.filter_cfg.min_chunk_length} > {config.filter_cfg.max_chunk_length})"
+        )
