@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -61,7 +62,7 @@ def test_none_page_content_with_falsy_text_raises_on_construction() -> None:
 
 
 def test_hash_is_frozen_at_construction_and_records_are_unhashable() -> None:
-    source = Obj(text="first text")
+    source = SimpleNamespace(text="first text")
     sc = ScoredChunk(chunk=source)
     before = sc.content_hash
     source.text = "changed"

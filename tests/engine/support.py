@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Required, TypedDict
 
 import anyio
 import numpy as np
@@ -26,7 +26,13 @@ from golden.replay import (
 )
 
 import sync_api
-from zerda_async import AsyncContextEngine, ContextEngineConfig, ConversationHistory, SourceQuality
+from zerda_async import (
+    AsyncContextEngine,
+    ContextEngineConfig,
+    ContextResult,
+    ConversationHistory,
+    SourceQuality,
+)
 from zerda_async.core.retrieval import HybridRetriever, KeywordRetriever
 from zerda_async.errors import failed_stage
 from zerda_async.pipeline import Request
@@ -37,6 +43,7 @@ __all__ = [
     "QUERIES",
     "CountingRetriever",
     "Doc",
+    "IndexCall",
     "SubmissionLog",
     "SyncReference",
     "check_against_sync",
@@ -49,6 +56,7 @@ __all__ = [
     "outcome_fields",
     "report_fields",
     "result_fields",
+    "result_of",
     "wait_until",
 ]
 
@@ -172,6 +180,21 @@ def config_factory(**overrides: Any) -> Callable[[], ContextEngineConfig]:
     return make
 
 
+class IndexCall(TypedDict, total=False):
+    """The keyword arguments of one ``index`` call, replayed on the sync reference."""
+
+    chunks: Required[Sequence[Any]]
+    embed_fn: Callable[[Any], Any] | None
+    source_quality_map: Mapping[str, SourceQuality] | None
+
+
+def result_of(request: Request) -> ContextResult:
+    """The result a logged request ended with (fails when it raised or never ran)."""
+    outcome = request.outcome
+    assert isinstance(outcome, ContextResult), f"{request.job.query!r} ended with {outcome!r}"
+    return outcome
+
+
 # -- comparisons ----------------------------------------------------------------------
 
 
@@ -268,7 +291,8 @@ class SyncReference:
             history = created = ConversationHistory(session_id=session_id)
         else:
             history = None
-        self.engine.set_conversation(history)
+        # None stands for "no conversation" (multi-turn off): the facade takes any object.
+        self.engine.set_conversation(history)  # type: ignore[arg-type]
         outcome: Any
         try:
             outcome = self.engine.run(query, **kwargs)
@@ -355,7 +379,7 @@ def check_against_sync(
     log: SubmissionLog,
     reference: SyncReference,
     *,
-    index_calls: list[dict[str, Any]] | None = None,
+    index_calls: Sequence[IndexCall] | None = None,
     sessions: list[str | None] | None = None,
 ) -> int:
     """Replay ``log`` on ``reference``; compare every outcome and the final state.

@@ -23,6 +23,7 @@ from .support import (
     CORPUS,
     QUALITY,
     QUERIES,
+    IndexCall,
     SubmissionLog,
     SyncReference,
     assert_idle,
@@ -32,12 +33,17 @@ from .support import (
     config_factory,
     engine_state,
     hashed_embedding,
+    result_of,
     wait_until,
 )
 
 pytestmark = pytest.mark.anyio
 
-SYNC_INDEX = {"chunks": CORPUS, "embed_fn": hashed_embedding, "source_quality_map": QUALITY}
+SYNC_INDEX: IndexCall = {
+    "chunks": CORPUS,
+    "embed_fn": hashed_embedding,
+    "source_quality_map": QUALITY,
+}
 FOLLOW_UPS = ["How does it handle long sequences?", "كيف يعمل ذلك؟", "And evaluation?"]
 S1_FOLLOW_UPS = ["Why does that matter?", "ما أهمية ذلك؟", "And the cost?"]
 
@@ -119,7 +125,7 @@ async def test_embedders_give_the_sync_contexts(mode: str) -> None:
     enriched = {
         r.job.options.session_id
         for r in log.requests
-        if r.outcome.query_analysis.original_query != r.job.query
+        if result_of(r).query_analysis.original_query != r.job.query
     }
     assert enriched == {None, "s1"}, "a follow-up was not enriched: re-embedding went untested"
 

@@ -43,6 +43,7 @@ from .support import (
     CORPUS,
     QUALITY,
     QUERIES,
+    IndexCall,
     SubmissionLog,
     SyncReference,
     assert_idle,
@@ -60,9 +61,9 @@ from .support import (
 
 pytestmark = pytest.mark.anyio
 
-INDEX = {"chunks": CORPUS, "source_quality_map": QUALITY}
+INDEX: IndexCall = {"chunks": CORPUS, "source_quality_map": QUALITY}
 FOLLOW_UP = "How does it handle long sequences?"
-EMBED_INDEX = {**INDEX, "embed_fn": hashed_embedding}
+EMBED_INDEX: IndexCall = {**INDEX, "embed_fn": hashed_embedding}
 
 
 def without_abandoned(log: SubmissionLog) -> None:
@@ -245,7 +246,11 @@ async def test_aclose_finishes_in_flight_requests() -> None:
         assert len(results) == 6
         assert not engine._runner._pending
     assert len(late) == 1
-    index = {"chunks": CORPUS, "embed_fn": hashed_embedding, "source_quality_map": QUALITY}
+    index: IndexCall = {
+        "chunks": CORPUS,
+        "embed_fn": hashed_embedding,
+        "source_quality_map": QUALITY,
+    }
     check_against_sync(engine, log, reference, index_calls=[index])
 
 

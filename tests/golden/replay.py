@@ -77,7 +77,7 @@ def counter_from(name: str | None) -> Callable[[str], int] | None:
         "len": len,
         "ws_tokens": sync_api.make_token_counter(SplitTokenizer()),
     }
-    return None if name in (None, "default") else table[name]  # type: ignore[index]
+    return None if name in (None, "default") else table[name]
 
 
 def scored_from(spec: dict[str, Any]) -> sync_api.ScoredChunk:
@@ -348,7 +348,8 @@ def replay_legacy(inp: dict[str, Any]) -> Any:
     op = inp["op"]
     try:
         if op == "validate_chunk":
-            return {"returned": legacy_compat.validate_chunk(CaseChunk(inp["chunk"]))}
+            legacy_compat.validate_chunk(CaseChunk(inp["chunk"]))
+            return {"returned": None}
         if op == "prefix_dedup":
             dedup = (
                 legacy_compat.PrefixDeduplication()

@@ -78,11 +78,12 @@ def random_ops(seed: int) -> list[tuple[str, list[Any]]]:
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("embedder", ["sync", "batch", "async"])
 async def test_results_after_updates_equal_a_fresh_index(seed: int, embedder: str) -> None:
-    kwargs: dict[str, Any] = {
+    choices: dict[str, dict[str, Any]] = {
         "sync": {"embed_fn": embed},
         "batch": {"batch_embed_fn": batch_of(embed)},
         "async": {"embed_fn": _async_embed},
-    }[embedder]
+    }
+    kwargs = choices[embedder]
     ops = random_ops(seed)
     final = list(CORPUS)
     apply_ops(final, ops)

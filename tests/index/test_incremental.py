@@ -35,7 +35,7 @@ QUERIES = [
     "token keyword budget async",
     "nothing matches this",
 ]
-FILTERS = [{"lang": "en"}, {"lang": "ar", "topic": 1}, {"topic": 2}]
+FILTERS: list[dict[str, Any]] = [{"lang": "en"}, {"lang": "ar", "topic": 1}, {"topic": 2}]
 
 texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=9).map(" ".join)
 doc_ids = st.sampled_from([f"d{i}" for i in range(8)])
@@ -98,14 +98,17 @@ def documented(final: list[Any], config: Any) -> HybridRetriever:
 
 
 def all_results(retriever: HybridRetriever) -> list[Any]:
+    vector, keyword = retriever.vector_retriever, retriever.keyword_retriever
+    metadata = retriever.metadata_retriever
+    assert vector is not None and keyword is not None and metadata is not None
     out: list[Any] = []
     for query in QUERIES:
         for top_k in (3, 20):
-            out.append(scored_fields(retriever.vector_retriever.retrieve(query, top_k)))  # type: ignore[union-attr]
-            out.append(scored_fields(retriever.keyword_retriever.retrieve(query, top_k)))  # type: ignore[union-attr]
+            out.append(scored_fields(vector.retrieve(query, top_k)))
+            out.append(scored_fields(keyword.retrieve(query, top_k)))
             out.append(scored_fields(retriever.retrieve(query=query, top_k=top_k)))
     for filters in FILTERS:
-        out.append(scored_fields(retriever.metadata_retriever.retrieve(filters, 5)))  # type: ignore[union-attr]
+        out.append(scored_fields(metadata.retrieve(filters, 5)))
         out.append(scored_fields(retriever.retrieve(query="retrieval", top_k=8, filters=filters)))
     return out
 

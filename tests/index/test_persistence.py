@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import io as io_module
+import os
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +184,7 @@ async def test_a_failed_switch_keeps_the_previous_index(
     engine = await AsyncContextEngine.load(path, embed_fn=embed)
     async with engine:
         await engine.add(NEW[2:])
-        monkeypatch.setattr(persistence_module.os, "replace", no_replace)
+        monkeypatch.setattr(os, "replace", no_replace)
         with pytest.raises(OSError, match="Input/output"):
             await engine.save(path)
         monkeypatch.undo()
