@@ -16,27 +16,24 @@ from typing import Any
 
 import anyio
 import pytest
+from support.corpus import CORPUS, QUALITY, QUERIES
+from support.embedding import hashed_embedding
+from support.engines import assert_idle, wait_until
 
 import sync_api
 from zerda_async import AsyncContextEngine, SourceQuality
 
 from .support import (
-    CORPUS,
-    QUALITY,
-    QUERIES,
     CountingRetriever,
     IndexCall,
     SubmissionLog,
     SyncReference,
-    assert_idle,
     check_against_sync,
     config_factory,
     force_inline,
     force_threads,
-    hashed_embedding,
     keyword_retriever,
     result_of,
-    wait_until,
 )
 
 pytestmark = pytest.mark.anyio

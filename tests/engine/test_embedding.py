@@ -15,26 +15,22 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+from support.corpus import CORPUS, QUALITY, QUERIES
+from support.embedding import batch_of, hashed_embedding
+from support.engines import assert_idle, wait_until
 
 from zerda_async import AsyncContextEngine, EmbeddingError
 from zerda_async.errors import failed_stage
 
 from .support import (
-    CORPUS,
-    QUALITY,
-    QUERIES,
     IndexCall,
     SubmissionLog,
     SyncReference,
-    assert_idle,
     assert_same,
-    batch_of,
     check_against_sync,
     config_factory,
     engine_state,
-    hashed_embedding,
     result_of,
-    wait_until,
 )
 
 pytestmark = pytest.mark.anyio

@@ -20,6 +20,9 @@ import anyio.abc
 import msgspec
 import pytest
 from blockbuster import BlockBuster, BlockingError
+from support.corpus import CORPUS, QUALITY, QUERIES
+from support.embedding import hashed_embedding
+from support.engines import assert_idle, wait_until
 
 from zerda_async import AsyncContextEngine, EngineClosedError
 from zerda_async.core.composer import SmartContextComposer
@@ -40,23 +43,17 @@ from zerda_async.events import (
 )
 
 from .support import (
-    CORPUS,
-    QUALITY,
-    QUERIES,
     IndexCall,
     SubmissionLog,
     SyncReference,
-    assert_idle,
     assert_same,
     check_against_sync,
     config_factory,
     force_inline,
     force_threads,
-    hashed_embedding,
     keyword_retriever,
     outcome_fields,
     report_fields,
-    wait_until,
 )
 
 pytestmark = pytest.mark.anyio

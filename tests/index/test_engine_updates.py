@@ -8,7 +8,9 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
-from engine.support import CORPUS, QUALITY, QUERIES, Doc, batch_of, result_fields
+from engine.support import result_fields
+from support.corpus import CORPUS, QUALITY, QUERIES, sourced
+from support.embedding import batch_of
 
 import sync_api
 from zerda_async import AsyncContextEngine, ContextEngineConfig
@@ -21,9 +23,11 @@ from .support import embed
 pytestmark = pytest.mark.anyio
 
 NEW = [
-    Doc("new_rag", "Retrieval augmented generation grounds a model in retrieved text.", "Paper"),
-    Doc("new_ar", "الاسترجاع الهجين يجمع البحث المتجهي والبحث بالكلمات المفتاحية.", "موسوعة"),
-    Doc("ml", "Machine learning systems learn a function from labelled examples.", "Blog"),
+    sourced(
+        "new_rag", "Retrieval augmented generation grounds a model in retrieved text.", "Paper"
+    ),
+    sourced("new_ar", "الاسترجاع الهجين يجمع البحث المتجهي والبحث بالكلمات المفتاحية.", "موسوعة"),
+    sourced("ml", "Machine learning systems learn a function from labelled examples.", "Blog"),
 ]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine.support import CORPUS
+from support.corpus import CORPUS
 
 import sync_api
 from zerda_async import AsyncContextEngine, ContextEngineConfig

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.chunks import Chunk
 
 from zerda_async.core.budget import (
     ComplexityBasedAllocation,
@@ -39,7 +40,7 @@ from zerda_async.core.ranking import CompositeRanker
 from zerda_async.core.retrieval import tokenize
 from zerda_async.core.truncation import truncate
 
-from .support import Chunk, check_budget, has_surrogate, hostile_text, placeholder_contexts
+from .support import check_budget, has_surrogate, hostile_text, placeholder_contexts
 
 FAST = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])

@@ -16,14 +16,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from golden.replay import hashed_embedding
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from support.chunks import Chunk
+from support.embedding import hashed_embedding
 
-from sync_api import ContextEngine, ContextEngineConfig, SourceQuality, legacy_compat
+from sync_api import ContextEngine, ContextEngineConfig, SourceQuality
+from sync_api.legacy_compat import validate_chunk
 
 from .support import (
-    Chunk,
     check_budget,
     check_result,
     has_surrogate,
@@ -303,15 +304,16 @@ def _quality_names(e: Any) -> Any:
 # Every call of this table passes a wrong type on purpose: the engine (and the
 # ``e`` each call receives) are seen untyped here.
 WrongTypes: Any = ContextEngine
+WrongChunk: Any = Chunk
 Call = Callable[[Any], Any]
 WRONG_OTHER_ARGUMENTS: list[tuple[str, Call, type[Exception] | None]] = [
     ("constructor config str", lambda e: WrongTypes(config="x"), AttributeError),
     ("constructor analyzer int",
      lambda e: WrongTypes(query_analyzer=5).run("q"), AttributeError),
     ("index chunks str", lambda e: WrongTypes().index("abc").run("abc"), None),
-    ("index chunk text None", lambda e: WrongTypes().index([Chunk("d", None)]).run("d"), None),
+    ("index chunk text None", lambda e: WrongTypes().index([WrongChunk("d", None)]).run("d"), None),
     ("index chunk no text at all", lambda e: WrongTypes().index([_NoText()]), AttributeError),
-    ("index chunk text int", lambda e: WrongTypes().index([Chunk("d", 5)]), AttributeError),
+    ("index chunk text int", lambda e: WrongTypes().index([WrongChunk("d", 5)]), AttributeError),
     ("index embed_fn int", lambda e: WrongTypes().index(CORPUS, embed_fn=5), TypeError),
     ("index embed_fn raising",
      lambda e: WrongTypes().index(CORPUS, embed_fn=_boom), ConnectionError),
@@ -326,7 +328,7 @@ WRONG_OTHER_ARGUMENTS: list[tuple[str, Call, type[Exception] | None]] = [
     ("compress target str", lambda e: e.compress_context("some context", "5"), TypeError),
     ("compress context None", lambda e: e.compress_context(None, 5), None),
     ("stats context None", lambda e: e.get_context_stats(None), AttributeError),
-    ("legacy validate_chunk", lambda e: legacy_compat.validate_chunk(Chunk(5, "t")), TypeError),
+    ("legacy validate_chunk", lambda e: validate_chunk(WrongChunk(5, "t")), TypeError),
 ]  # fmt: skip
 
 
