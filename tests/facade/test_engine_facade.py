@@ -5,19 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.chunks import Chunk
 
 import sync_api
 from sync_api import ContextEngine, ContextEngineConfig, ScoredChunk, SourceQuality
 from zerda_async.errors import failed_stage
 
 ARABIC_EMPTY = "📚 المعلومات المسترجعة:\n---\nلا تتوفر معلومات.\n---\n─── نهاية السياق ───"
-
-
-class Chunk:
-    def __init__(self, doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> None:
-        self.doc_id = doc_id
-        self.text = text
-        self.metadata = metadata or {}
 
 
 KB = [
