@@ -158,9 +158,12 @@ def engine_ranker(engine: ContextEngine) -> Ranked:
     """The profile's ranked doc ids: retrieve 20, filter, rank (its own components)."""
     state = engine._state
 
+    retriever = state.retriever
+    assert retriever is not None, "index the engine first"
+
     def ranked(query: str) -> list[str]:
         analysis = state.analyzer.analyze(query)
-        found = state.retriever.retrieve(query, 20)
+        found = retriever.retrieve(query, 20)
         kept = state.chunk_filter.filter(found)
         return [sc.doc_id for sc in state.ranker.rank(kept, analysis, 20)]
 
@@ -193,8 +196,6 @@ def make_engine(config: ContextEngineConfig, chunks: Sequence[BenchChunk], embed
     engine = ContextEngine(config)
     if embedder is None:
         engine.index(list(chunks))
-    elif hasattr(embedder, "embed_batch"):
-        engine.index(list(chunks), batch_embed_fn=embedder.embed_batch)
     else:
         engine.index(list(chunks), embed_fn=embedder)
     return engine

@@ -53,8 +53,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -81,7 +82,7 @@ TARGET_1M_HYBRID_F32_MS = 150.0
 TARGET_RSS_GB = 8.0
 WARMUP = 3
 PER_CHUNK_SIZE = 100_000
-MODES = {
+MODES: dict[str, tuple[int, Literal["float64", "float32"]]] = {
     "keyword-only": (0, "float64"),
     "hybrid 384-dim f64": (384, "float64"),
     "hybrid 384-dim f32": (384, "float32"),
@@ -267,7 +268,8 @@ def worker_keyword(corpus_file: Path, n_queries: int, rank_bm25_max: int) -> dic
 
     def zerda_ids(q: str) -> list[int]:
         hits, scores = index.scores(list(dict.fromkeys(tokenize(q))))
-        return hits[stable_top(scores, 20)].tolist()
+        ids: list[int] = hits[stable_top(scores, 20)].tolist()
+        return ids
 
     positions = {id(c): i for i, c in enumerate(chunks)}
     for q in queries[:WARMUP]:
@@ -333,7 +335,7 @@ def _overlap(reference: list[list[int]], found: list[list[int]]) -> float:
     return statistics.mean(shares)
 
 
-WORKERS = {
+WORKERS: dict[str, Callable[..., dict[str, Any]]] = {
     "engine": worker_engine,
     "load": worker_load,
     "per_chunk": worker_per_chunk,

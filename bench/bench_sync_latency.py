@@ -223,7 +223,7 @@ def measure(
     gc.collect()
     times, engine_contexts = run_series(engine, timed)
     row["engine"] = summarise(times)
-    engine = None  # free the index before building the comparison
+    del engine  # free the index before building the comparison
     gc.collect()
 
     with Timer() as t_ref_index:

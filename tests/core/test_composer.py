@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support.chunks import bare_chunk
 
 from zerda_async.core.composer import SmartContextComposer
 from zerda_async.core.config import ContextEngineConfig, LengthCounter
@@ -29,7 +29,7 @@ def sc(
     composite: float = 0.0,
     **attrs: Any,
 ) -> ScoredChunk:
-    chunk = SimpleNamespace(text=text, doc_id=doc_id, metadata=metadata, **attrs)
+    chunk = bare_chunk(text=text, doc_id=doc_id, metadata=metadata, **attrs)
     return ScoredChunk(chunk=chunk, composite_score=composite)
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import re
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 from numpy.typing import NDArray
+from support.chunks import Chunk
 
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.filtering import ChunkFilter
@@ -20,7 +20,7 @@ Vec = NDArray[Any] | None
 
 
 def sc(text: str, doc_id: str = "") -> ScoredChunk:
-    return ScoredChunk(chunk=SimpleNamespace(text=text, doc_id=doc_id))
+    return ScoredChunk(chunk=Chunk(doc_id, text))
 
 
 def ids(chunks: list[ScoredChunk]) -> list[str]:

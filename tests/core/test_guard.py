@@ -274,7 +274,7 @@ def test_relevance_zero_vector_passes_with_zero_threshold() -> None:
 
 
 def test_relevance_non_array_result_passes() -> None:
-    guard = ContextGuard(_relevance_cfg(0.99), embed_fn=lambda text: [1.0, 0.0])  # type: ignore[arg-type,return-value]
+    guard = ContextGuard(_relevance_cfg(0.99), embed_fn=lambda text: [1.0, 0.0])
     assert guard.validate(RELEVANCE_CONTEXT, "q", _analysis()) == (True, [])
 
 

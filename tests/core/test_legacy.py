@@ -6,6 +6,7 @@ import hashlib
 from typing import Any
 
 import pytest
+from support.chunks import bare_chunk
 
 from zerda_async.core.counters import char_counter, make_token_counter
 from zerda_async.core.legacy import (
@@ -25,21 +26,13 @@ from zerda_async.core.strategy import (
 SEP = "\n---\n"
 
 
-class Chunk:
-    """A duck-typed chunk carrying only the attributes given."""
-
-    def __init__(self, **attrs: Any) -> None:
-        for name, value in attrs.items():
-            setattr(self, name, value)
-
-
 class Tokens:
     def encode(self, text: str) -> list[str]:
         return text.split()
 
 
 def _pairs(*texts: str) -> list[tuple[Any, Any]]:
-    return [(Chunk(doc_id=f"d{i}", text=t), 1.0 - i / 10) for i, t in enumerate(texts)]
+    return [(bare_chunk(doc_id=f"d{i}", text=t), 1.0 - i / 10) for i, t in enumerate(texts)]
 
 
 def _ids(pairs: list[tuple[Any, Any]]) -> list[str]:
@@ -58,19 +51,19 @@ def _ids(pairs: list[tuple[Any, Any]]) -> list[str]:
             "Chunk must expose 'doc_id: str' and 'text: str'.",
         ),
         (
-            Chunk(doc_id="d"),
+            bare_chunk(doc_id="d"),
             "Chunk is missing required attributes: ['text']. "
             "Chunk must expose 'doc_id: str' and 'text: str'.",
         ),
         (
-            Chunk(text="x"),
+            bare_chunk(text="x"),
             "Chunk is missing required attributes: ['doc_id']. "
             "Chunk must expose 'doc_id: str' and 'text: str'.",
         ),
-        (Chunk(doc_id=1, text="x"), "chunk.doc_id must be str, got int."),
-        (Chunk(doc_id="d", text=None), "chunk.text must be str, got NoneType."),
-        (Chunk(doc_id="d", text=123), "chunk.text must be str, got int."),
-        (Chunk(doc_id=None, text=b"x"), "chunk.text must be str, got bytes."),
+        (bare_chunk(doc_id=1, text="x"), "chunk.doc_id must be str, got int."),
+        (bare_chunk(doc_id="d", text=None), "chunk.text must be str, got NoneType."),
+        (bare_chunk(doc_id="d", text=123), "chunk.text must be str, got int."),
+        (bare_chunk(doc_id=None, text=b"x"), "chunk.text must be str, got bytes."),
     ],
 )
 def test_validate_chunk_messages(chunk: object, message: str) -> None:
@@ -88,8 +81,8 @@ def test_validate_chunk_accepts_valid_and_str_subclasses() -> None:
     class MyStr(str):
         pass
 
-    assert validate_chunk(Chunk(doc_id="d", text="")) is None  # type: ignore[func-returns-value]
-    assert validate_chunk(Chunk(doc_id=MyStr("d"), text=MyStr("t"))) is None  # type: ignore[func-returns-value]
+    assert validate_chunk(bare_chunk(doc_id="d", text="")) is None  # type: ignore[func-returns-value]
+    assert validate_chunk(bare_chunk(doc_id=MyStr("d"), text=MyStr("t"))) is None  # type: ignore[func-returns-value]
 
 
 # ── PrefixDeduplication ──────────────────────────────────────────────────────
@@ -97,7 +90,7 @@ def test_validate_chunk_accepts_valid_and_str_subclasses() -> None:
 
 def test_prefix_short_text_raises_for_whole_call() -> None:
     with pytest.raises(ValueError) as info:
-        PrefixDeduplication(100).deduplicate([(Chunk(doc_id="a", text="short"), 0.9)])
+        PrefixDeduplication(100).deduplicate([(bare_chunk(doc_id="a", text="short"), 0.9)])
     assert str(info.value) == "prefix_length 100 exceeds chunk text length 5."
 
 
@@ -161,7 +154,7 @@ def test_hash_dedup_never_raises_on_short_text() -> None:
 
 
 def test_hash_dedup_returns_new_tuples_and_keeps_scores() -> None:
-    pairs = [(Chunk(doc_id="a", text="t"), 0.3), (Chunk(doc_id="b", text="T"), 0.9)]
+    pairs = [(bare_chunk(doc_id="a", text="t"), 0.3), (bare_chunk(doc_id="b", text="T"), 0.9)]
     out = HashDeduplication().deduplicate(pairs)
     assert len(out) == 1
     assert out[0] is not pairs[0]
@@ -170,8 +163,8 @@ def test_hash_dedup_returns_new_tuples_and_keeps_scores() -> None:
 
 def test_dedup_accepts_scored_chunks_as_pairs() -> None:
     scored = [
-        ScoredChunk(chunk=Chunk(doc_id="a", text="same"), composite_score=0.5),
-        ScoredChunk(chunk=Chunk(doc_id="b", text="SAME"), composite_score=0.7),
+        ScoredChunk(chunk=bare_chunk(doc_id="a", text="same"), composite_score=0.5),
+        ScoredChunk(chunk=bare_chunk(doc_id="b", text="SAME"), composite_score=0.7),
     ]
     out = HashDeduplication().deduplicate(scored)  # type: ignore[arg-type]
     assert [(c.doc_id, s) for c, s in out] == [("a", 0.5)]
@@ -179,13 +172,13 @@ def test_dedup_accepts_scored_chunks_as_pairs() -> None:
 
 def test_dedup_bad_items() -> None:
     with pytest.raises(ValueError):
-        HashDeduplication().deduplicate([(Chunk(text="a"), 0.1, "extra")])  # type: ignore[list-item]
+        HashDeduplication().deduplicate([(bare_chunk(text="a"), 0.1, "extra")])  # type: ignore[list-item]
     with pytest.raises(AttributeError):
         HashDeduplication().deduplicate([("plain string", 0.1)])
     with pytest.raises(TypeError):
         HashDeduplication().deduplicate(None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        PrefixDeduplication(1).deduplicate([(Chunk(text=None), 0.1)])
+        PrefixDeduplication(1).deduplicate([(bare_chunk(text=None), 0.1)])
 
 
 # ── ScoreRanking ─────────────────────────────────────────────────────────────

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from support.chunks import bare_chunk
 
 from zerda_async.core.models import (
     ContextResult,
@@ -20,16 +19,11 @@ EMPTY_HASH = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 HELLO_WORLD_HASH = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
 
 
-class Obj:
-    def __init__(self, **attrs: Any) -> None:
-        self.__dict__.update(attrs)
-
-
 def test_duck_typing_vectors() -> None:
-    bare = ScoredChunk(chunk=Obj())
+    bare = ScoredChunk(chunk=bare_chunk())
     assert (bare.text, bare.doc_id, bare.metadata, bare.source) == ("", "", {}, "")
     assert bare.content_hash == EMPTY_HASH
-    doc = ScoredChunk(chunk=Obj(page_content="Hello   World", metadata=None, id="x1"))
+    doc = ScoredChunk(chunk=bare_chunk(page_content="Hello   World", metadata=None, id="x1"))
     assert (doc.text, doc.doc_id, doc.source, doc.content_hash) == (
         "Hello   World",
         "x1",
@@ -37,7 +31,7 @@ def test_duck_typing_vectors() -> None:
         HELLO_WORLD_HASH,
     )
     mixed = ScoredChunk(
-        chunk=Obj(
+        chunk=bare_chunk(
             text="", page_content="PC", doc_id="", id="ID", source="SRC", metadata={"source": ""}
         )
     )
@@ -57,11 +51,11 @@ def test_duck_typing_vectors() -> None:
 
 def test_none_page_content_with_falsy_text_raises_on_construction() -> None:
     with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'lower'"):
-        ScoredChunk(chunk=Obj(text=None, page_content=None))
+        ScoredChunk(chunk=bare_chunk(text=None, page_content=None))
 
 
 def test_hash_is_frozen_at_construction_and_records_are_unhashable() -> None:
-    source = Obj(text="first text")
+    source = bare_chunk(text="first text")
     sc = ScoredChunk(chunk=source)
     before = sc.content_hash
     source.text = "changed"
@@ -71,7 +65,7 @@ def test_hash_is_frozen_at_construction_and_records_are_unhashable() -> None:
 
 
 def test_non_dict_metadata_breaks_source() -> None:
-    sc = ScoredChunk(chunk=Obj(text="x", metadata=Obj(source="s")))
+    sc = ScoredChunk(chunk=bare_chunk(text="x", metadata=bare_chunk(source="s")))
     with pytest.raises(AttributeError):
         _ = sc.source
 
@@ -82,7 +76,7 @@ def test_context_result_recomputes_length_and_included() -> None:
     result = ContextResult(
         context="📚ab",
         query_analysis=analysis,
-        chunks_used=[ScoredChunk(chunk=Obj(text="t"))],
+        chunks_used=[ScoredChunk(chunk=bare_chunk(text="t"))],
         total_included=99,
         context_length=99,
     )

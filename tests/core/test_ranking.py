@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 import math
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support.chunks import Chunk
 
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.models import QueryAnalysis, ScoredChunk, SourceQuality
@@ -22,7 +22,7 @@ def analysis(keywords: list[str]) -> QueryAnalysis:
 
 
 def sc(text: str, doc_id: str = "", **scores: Any) -> ScoredChunk:
-    return ScoredChunk(chunk=SimpleNamespace(text=text, doc_id=doc_id), **scores)
+    return ScoredChunk(chunk=Chunk(doc_id, text), **scores)
 
 
 def ranker(**weights: Any) -> CompositeRanker:

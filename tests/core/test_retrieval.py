@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from numpy.typing import NDArray
+from support.chunks import bare_chunk
 
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.models import RetrievalMethod, ScoredChunk, SourceQuality
@@ -46,16 +47,6 @@ def deterministic_embed(text: Any) -> NDArray[np.float64]:
         vec[idx] += weight if (h[6] & 1) == 0 else -weight
     n = float(np.linalg.norm(vec))
     return vec / n if n > 0 else vec
-
-
-class Chunk:
-    """Duck-typed chunk: only the given attributes exist."""
-
-    metadata: Any
-
-    def __init__(self, **attrs: Any) -> None:
-        for key, value in attrs.items():
-            setattr(self, key, value)
 
 
 def cfg_with(**retriever: Any) -> ContextEngineConfig:
@@ -100,8 +91,8 @@ def random_text(rng: random.Random, max_words: int = 12) -> str:
     return rng.choice([" ", "  ", "\n"]).join(words)
 
 
-def random_corpus(rng: random.Random, n: int) -> list[Chunk]:
-    chunks: list[Chunk] = []
+def random_corpus(rng: random.Random, n: int) -> list[Any]:
+    chunks: list[Any] = []
     for i in range(n):
         if chunks and rng.random() < 0.15:
             # Duplicate text, sometimes with different case/whitespace: same content hash.
@@ -109,11 +100,11 @@ def random_corpus(rng: random.Random, n: int) -> list[Chunk]:
             text = ref_text(base)
             if rng.random() < 0.5:
                 text = "  " + str(text).upper() + " "
-            chunks.append(Chunk(doc_id=f"d{i}", text=text))
+            chunks.append(bare_chunk(doc_id=f"d{i}", text=text))
         elif rng.random() < 0.1:
-            chunks.append(Chunk(doc_id=f"d{i}", text="", page_content=random_text(rng)))
+            chunks.append(bare_chunk(doc_id=f"d{i}", text="", page_content=random_text(rng)))
         else:
-            chunks.append(Chunk(doc_id=f"d{i}", text=random_text(rng)))
+            chunks.append(bare_chunk(doc_id=f"d{i}", text=random_text(rng)))
     return chunks
 
 
@@ -316,9 +307,9 @@ def test_bm25_constants() -> None:
 
 def test_keyword_worked_example_reconstructed() -> None:
     chunks = [
-        Chunk(doc_id="a", text="machine learning learns from data"),
-        Chunk(doc_id="b", text="deep learning uses neural networks"),
-        Chunk(doc_id="c", text="cooking recipes"),
+        bare_chunk(doc_id="a", text="machine learning learns from data"),
+        bare_chunk(doc_id="b", text="deep learning uses neural networks"),
+        bare_chunk(doc_id="c", text="cooking recipes"),
     ]
     kw = KeywordRetriever(ContextEngineConfig(), chunks=chunks)
     out = kw.retrieve("machine learning", 10)
@@ -359,7 +350,7 @@ def test_keyword_large_corpus_ties_at_cut_resolve_to_lower_indices_reconstructed
     rng = random.Random(7)
     # Few distinct texts over many documents: huge tie groups straddle every cut.
     pool = [random_text(rng, 6) or "data" for _ in range(12)]
-    chunks = [Chunk(doc_id=str(i), text=rng.choice(pool)) for i in range(6000)]
+    chunks = [bare_chunk(doc_id=str(i), text=rng.choice(pool)) for i in range(6000)]
     kw = KeywordRetriever(ContextEngineConfig(), chunks=chunks)
     ref = RefKeyword(chunks)
     for query in ["data model", "التعلم الآلي", "machine learning vector", "x1 42 search"]:
@@ -386,7 +377,7 @@ def test_keyword_scores_are_bit_identical_to_per_document_formula_reconstructed(
 
 
 def test_keyword_query_without_tokens_returns_empty() -> None:
-    kw = KeywordRetriever(ContextEngineConfig(), chunks=[Chunk(text="data model")])
+    kw = KeywordRetriever(ContextEngineConfig(), chunks=[bare_chunk(text="data model")])
     assert kw.retrieve("", 5) == []
     assert kw.retrieve("? ! a b", 5) == []
     assert kw.retrieve("unknownterm", 5) == []
@@ -396,13 +387,15 @@ def test_keyword_empty_corpus_returns_empty() -> None:
     assert KeywordRetriever(ContextEngineConfig()).retrieve("data", 5) == []
     assert KeywordRetriever(ContextEngineConfig(), chunks=[]).retrieve("data", 5) == []
     assert KeywordRetriever(ContextEngineConfig(), chunks=None).chunks == []
-    no_tokens = KeywordRetriever(ContextEngineConfig(), chunks=[Chunk(text="? !"), Chunk()])
+    no_tokens = KeywordRetriever(
+        ContextEngineConfig(), chunks=[bare_chunk(text="? !"), bare_chunk()]
+    )
     assert no_tokens.retrieve("data", 5) == []
 
 
 def test_keyword_index_chunks_replaces_the_index() -> None:
-    kw = KeywordRetriever(ContextEngineConfig(), chunks=[Chunk(text="alpha beta")])
-    replacement = [Chunk(text="gamma delta")]
+    kw = KeywordRetriever(ContextEngineConfig(), chunks=[bare_chunk(text="alpha beta")])
+    replacement = [bare_chunk(text="gamma delta")]
     kw.index_chunks(replacement)
     assert kw.retrieve("alpha", 5) == []
     out = kw.retrieve("gamma", 5)
@@ -411,7 +404,7 @@ def test_keyword_index_chunks_replaces_the_index() -> None:
 
 
 def test_keyword_reads_page_content_and_returns_original_objects() -> None:
-    doc = Chunk(text="", page_content="Vector search with embeddings")
+    doc = bare_chunk(text="", page_content="Vector search with embeddings")
     kw = KeywordRetriever(ContextEngineConfig(), chunks=[doc])
     first = kw.retrieve("vector", 1)
     second = kw.retrieve("vector", 1)
@@ -422,7 +415,7 @@ def test_keyword_reads_page_content_and_returns_original_objects() -> None:
 
 
 def test_keyword_top_k_python_slice_semantics() -> None:
-    chunks = [Chunk(text=f"data {'data ' * i}") for i in range(5)]
+    chunks = [bare_chunk(text=f"data {'data ' * i}") for i in range(5)]
     kw = KeywordRetriever(ContextEngineConfig(), chunks=chunks)
     assert len(kw.retrieve("data", 0)) == 0
     assert len(kw.retrieve("data", -2)) == 3
@@ -433,20 +426,20 @@ def test_keyword_top_k_python_slice_semantics() -> None:
 
 
 def test_keyword_bad_inputs() -> None:
-    kw = KeywordRetriever(ContextEngineConfig(), chunks=[Chunk(text="data")])
+    kw = KeywordRetriever(ContextEngineConfig(), chunks=[bare_chunk(text="data")])
     with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'lower'"):
         kw.retrieve(None, 5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="'NoneType' object is not iterable"):
         kw.index_chunks(None)  # type: ignore[arg-type]
     with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'lower'"):
-        kw.index_chunks([Chunk(text=None, page_content=None)])
+        kw.index_chunks([bare_chunk(text=None, page_content=None)])
     # A failed rebuild leaves the previous index in place.
     assert [sc.chunk.text for sc in kw.retrieve("data", 5)] == ["data"]
 
 
 def test_keyword_huge_document_and_repeated_query_terms() -> None:
-    big = Chunk(text="data " * 50_000 + "model")
-    small = Chunk(text="model data")
+    big = bare_chunk(text="data " * 50_000 + "model")
+    small = bare_chunk(text="model data")
     kw = KeywordRetriever(ContextEngineConfig(), chunks=[big, small])
     ref = RefKeyword([big, small])
     got = kw.retrieve("model model data DATA", 5)
@@ -491,7 +484,7 @@ def test_vector_matches_reference_random_embeddings_reconstructed(seed: int) -> 
             base[i] = base[int(rng.integers(0, i))] * 3.0
         elif r < 0.4:
             base[i] = 0.0
-    chunks = [Chunk(doc_id=f"v{i}", text=f"chunk {i}") for i in range(n)]
+    chunks = [bare_chunk(doc_id=f"v{i}", text=f"chunk {i}") for i in range(n)]
     table = {f"chunk {i}": base[i] for i in range(n)}
     queries = [rng.normal(size=dim) for _ in range(6)] + [base[0], np.zeros(dim)]
 
@@ -526,7 +519,7 @@ def test_vector_deterministic_embed_texts_reconstructed() -> None:
 
 def test_vector_identical_embeddings_tie_exactly_in_index_order() -> None:
     vec = np.array([0.1, 0.7, 0.3])
-    chunks = [Chunk(text=f"t{i}") for i in range(5)]
+    chunks = [bare_chunk(text=f"t{i}") for i in range(5)]
     vr = VectorRetriever(ContextEngineConfig())
     vr.index_chunks(chunks, lambda t: vec if t != "q" else np.array([0.3, 0.2, 0.9]))
     out = vr.retrieve("q", 3)
@@ -539,7 +532,7 @@ def test_vector_large_index_ties_at_cut_reconstructed() -> None:
     rng = np.random.default_rng(11)
     base = rng.normal(size=(8, 16))
     picks = rng.integers(0, 8, size=5000)
-    chunks = [Chunk(text=f"c{i}") for i in range(5000)]
+    chunks = [bare_chunk(text=f"c{i}") for i in range(5000)]
     table = {f"c{i}": base[p] for i, p in enumerate(picks)}
     query = rng.normal(size=16)
     vr = VectorRetriever(ContextEngineConfig())
@@ -552,7 +545,7 @@ def test_vector_large_index_ties_at_cut_reconstructed() -> None:
 
 
 def test_vector_zero_query_and_zero_rows_score_zero() -> None:
-    chunks = [Chunk(text="a"), Chunk(text="b")]
+    chunks = [bare_chunk(text="a"), bare_chunk(text="b")]
     table = {"a": np.array([1.0, 0.0]), "b": np.zeros(2), "q": np.zeros(2)}
     vr = VectorRetriever(ContextEngineConfig())
     vr.index_chunks(chunks, table.__getitem__)
@@ -564,7 +557,7 @@ def test_vector_zero_query_and_zero_rows_score_zero() -> None:
 
 
 def test_vector_min_score_is_inclusive_and_read_live() -> None:
-    chunks = [Chunk(text="a"), Chunk(text="b")]
+    chunks = [bare_chunk(text="a"), bare_chunk(text="b")]
     table = {"a": np.array([1.0, 0.0]), "b": np.array([0.0, 1.0]), "q": np.array([1.0, 0.0])}
     cfg = ContextEngineConfig()
     vr = VectorRetriever(cfg)
@@ -600,7 +593,9 @@ def test_vector_batch_embed_fn_row_count_mismatch_raises() -> None:
     vr = VectorRetriever(ContextEngineConfig())
     with pytest.raises(ValueError, match="batch_embed_fn: expected 2 vectors, got 1"):
         vr.index_chunks(
-            [Chunk(text="a"), Chunk(text="b")], None, batch_embed_fn=lambda t: np.ones((1, 3))
+            [bare_chunk(text="a"), bare_chunk(text="b")],
+            None,
+            batch_embed_fn=lambda t: np.ones((1, 3)),
         )
 
 
@@ -627,33 +622,33 @@ def test_vector_index_vectors_and_query_vector_match_index_chunks() -> None:
 def test_vector_index_vectors_bad_shapes() -> None:
     vr = VectorRetriever(ContextEngineConfig())
     with pytest.raises(ValueError, match="vectors: expected 2 vectors, got 3"):
-        vr.index_vectors([Chunk(text="a"), Chunk(text="b")], np.ones((3, 4)))
+        vr.index_vectors([bare_chunk(text="a"), bare_chunk(text="b")], np.ones((3, 4)))
     with pytest.raises(ValueError, match="vectors: expected 1 vectors, got 0"):
-        vr.index_vectors([Chunk(text="a")], 1.0)
+        vr.index_vectors([bare_chunk(text="a")], 1.0)
     vr.index_vectors([], None)  # type: ignore[arg-type]
     assert vr.retrieve("q", 3, query_vector=np.ones(4)) == []
 
 
 def test_vector_embedding_errors_propagate_and_keep_old_index() -> None:
     vr = VectorRetriever(ContextEngineConfig())
-    vr.index_chunks([Chunk(text="data")], deterministic_embed)
+    vr.index_chunks([bare_chunk(text="data")], deterministic_embed)
 
     def failing(text: Any) -> NDArray[np.float64]:
         raise RuntimeError("embedding service down")
 
     with pytest.raises(RuntimeError, match="embedding service down"):
-        vr.index_chunks([Chunk(text="x")], failing)
+        vr.index_chunks([bare_chunk(text="x")], failing)
     dims = {"a": np.ones(3), "b": np.ones(4)}
     with pytest.raises(ValueError):
-        vr.index_chunks([Chunk(text="a"), Chunk(text="b")], dims.__getitem__)
+        vr.index_chunks([bare_chunk(text="a"), bare_chunk(text="b")], dims.__getitem__)
     with pytest.raises(TypeError, match="'NoneType' object is not callable"):
-        vr.index_chunks([Chunk(text="a")], None)
+        vr.index_chunks([bare_chunk(text="a")], None)
     assert [sc.chunk.text for sc in vr.retrieve("data", 5)] == ["data"]
 
 
 def test_vector_query_dimension_mismatch_raises() -> None:
     vr = VectorRetriever(ContextEngineConfig())
-    vr.index_chunks([Chunk(text="a")], lambda t: np.ones(3) if t == "a" else np.ones(2))
+    vr.index_chunks([bare_chunk(text="a")], lambda t: np.ones(3) if t == "a" else np.ones(2))
     with pytest.raises(ValueError):
         vr.retrieve("q", 5)
 
@@ -669,7 +664,7 @@ def test_vector_without_backend_or_with_empty_index_returns_empty() -> None:
 def test_vector_accepts_column_and_2d_embeddings_flattened() -> None:
     vr = VectorRetriever(ContextEngineConfig())
     vr.index_chunks(
-        [Chunk(text="a")], lambda t: [[1.0], [2.0]] if t == "a" else np.array([[1.0, 2.0]])
+        [bare_chunk(text="a")], lambda t: [[1.0], [2.0]] if t == "a" else np.array([[1.0, 2.0]])
     )
     assert [sc.vector_score for sc in vr.retrieve("q", 1)] == [1.0]
 
@@ -697,13 +692,13 @@ class FakeVectorDb:
 
 
 def test_vector_adapter_scores_used_as_returned_reconstructed() -> None:
-    docs = [Chunk(page_content=f"doc {i}") for i in range(4)]
+    docs = [bare_chunk(page_content=f"doc {i}") for i in range(4)]
     # Distances, unsorted, some negative: passed through untouched except the min cut.
     adapter = FakeAdapter(
         [(docs[0], 0.9), (docs[1], np.float32(1.5)), (docs[2], -0.2), (docs[3], 0.0)]
     )
     vr = VectorRetriever(ContextEngineConfig(), vector_store_adapter=adapter)
-    vr.index_chunks([Chunk(text="ignored")], deterministic_embed)
+    vr.index_chunks([bare_chunk(text="ignored")], deterministic_embed)
     out = vr.retrieve("query", 7)
     assert adapter.calls == [("query", 7)]
     assert [sc.chunk for sc in out] == [docs[0], docs[1], docs[3]]
@@ -713,9 +708,9 @@ def test_vector_adapter_scores_used_as_returned_reconstructed() -> None:
 
 
 def test_vector_db_has_priority_over_adapter_reconstructed() -> None:
-    doc = Chunk(text="from db")
+    doc = bare_chunk(text="from db")
     db = FakeVectorDb([(doc, 0.5)])
-    adapter = FakeAdapter([(Chunk(text="from adapter"), 0.9)])
+    adapter = FakeAdapter([(bare_chunk(text="from adapter"), 0.9)])
     vr = VectorRetriever(ContextEngineConfig(), vector_store_adapter=adapter, vector_db=db)
     out = vr.retrieve("q", 3)
     assert db.calls == [("q", 3)] and adapter.calls == []
@@ -724,7 +719,7 @@ def test_vector_db_has_priority_over_adapter_reconstructed() -> None:
 
 def test_vector_adapter_returning_empty_and_bad_pairs() -> None:
     assert VectorRetriever(ContextEngineConfig(), FakeAdapter([])).retrieve("q", 3) == []
-    bad = VectorRetriever(ContextEngineConfig(), FakeAdapter([(Chunk(text="x"),)]))  # type: ignore[list-item]
+    bad = VectorRetriever(ContextEngineConfig(), FakeAdapter([(bare_chunk(text="x"),)]))  # type: ignore[list-item]
     with pytest.raises(ValueError, match="not enough values to unpack"):
         bad.retrieve("q", 3)
 
@@ -732,7 +727,7 @@ def test_vector_adapter_returning_empty_and_bad_pairs() -> None:
 # ─── metadata ────────────────────────────────────────────────────────────────
 
 
-def metadata_corpus(rng: random.Random, n: int) -> list[Chunk]:
+def metadata_corpus(rng: random.Random, n: int) -> list[Any]:
     values: list[Any] = [
         "en",
         "ar",
@@ -751,16 +746,16 @@ def metadata_corpus(rng: random.Random, n: int) -> list[Chunk]:
         float("nan"),
         b"en",
     ]
-    chunks: list[Chunk] = []
+    chunks: list[Any] = []
     for i in range(n):
         r = rng.random()
         if r < 0.1:
-            chunks.append(Chunk(text=f"t{i}"))
+            chunks.append(bare_chunk(text=f"t{i}"))
         elif r < 0.15:
-            chunks.append(Chunk(text=f"t{i}", metadata=None))
+            chunks.append(bare_chunk(text=f"t{i}", metadata=None))
         else:
             meta = {k: rng.choice(values) for k in ("lang", "year", "tag") if rng.random() < 0.7}
-            chunks.append(Chunk(text=f"t{i}", metadata=meta))
+            chunks.append(bare_chunk(text=f"t{i}", metadata=meta))
     return chunks
 
 
@@ -809,7 +804,10 @@ def test_metadata_large_corpus_reconstructed() -> None:
 
 
 def test_metadata_operator_dicts_never_match_scalars_reconstructed() -> None:
-    chunks = [Chunk(text="a", metadata={"year": 2021}), Chunk(text="b", metadata={"year": 2019})]
+    chunks = [
+        bare_chunk(text="a", metadata={"year": 2021}),
+        bare_chunk(text="b", metadata={"year": 2019}),
+    ]
     mr = MetadataRetriever(ContextEngineConfig(), chunks=chunks)
     assert mr.retrieve({"year": {"$gte": 2020}}, 5) == []
     out = mr.retrieve({"year": 2019, "lang": "en"}, 5)
@@ -818,24 +816,27 @@ def test_metadata_operator_dicts_never_match_scalars_reconstructed() -> None:
 
 def test_metadata_equal_numbers_of_different_types_match() -> None:
     chunks = [
-        Chunk(text="a", metadata={"v": 1}),
-        Chunk(text="b", metadata={"v": 1.0}),
-        Chunk(text="c", metadata={"v": True}),
-        Chunk(text="d", metadata={"v": "1"}),
+        bare_chunk(text="a", metadata={"v": 1}),
+        bare_chunk(text="b", metadata={"v": 1.0}),
+        bare_chunk(text="c", metadata={"v": True}),
+        bare_chunk(text="d", metadata={"v": "1"}),
     ]
     mr = MetadataRetriever(ContextEngineConfig(), chunks=chunks)
     assert [sc.chunk for sc in mr.retrieve({"v": 1}, 10)] == chunks[:3]
 
 
 def test_metadata_falsy_filters_return_empty() -> None:
-    mr = MetadataRetriever(ContextEngineConfig(), chunks=[Chunk(text="a", metadata={"k": 1})])
+    mr = MetadataRetriever(ContextEngineConfig(), chunks=[bare_chunk(text="a", metadata={"k": 1})])
     assert mr.retrieve(None, 5) == []
     assert mr.retrieve({}, 5) == []
     assert MetadataRetriever(ContextEngineConfig()).retrieve({"k": 1}, 5) == []
 
 
 def test_metadata_non_mapping_metadata_behaves_like_reference() -> None:
-    chunks = [Chunk(text="a", metadata=["lang"]), Chunk(text="b", metadata={"lang": "en"})]
+    chunks = [
+        bare_chunk(text="a", metadata=["lang"]),
+        bare_chunk(text="b", metadata={"lang": "en"}),
+    ]
     mr = MetadataRetriever(ContextEngineConfig(), chunks=chunks)
     assert [sc.chunk for sc in mr.retrieve({"year": 1}, 5)] == []
     with pytest.raises(TypeError, match="list indices must be integers or slices, not str"):
@@ -843,8 +844,8 @@ def test_metadata_non_mapping_metadata_behaves_like_reference() -> None:
 
 
 def test_metadata_index_chunks_replaces_and_rejects_none() -> None:
-    mr = MetadataRetriever(ContextEngineConfig(), chunks=[Chunk(text="a", metadata={"k": 1})])
-    new = [Chunk(text="b", metadata={"k": 2})]
+    mr = MetadataRetriever(ContextEngineConfig(), chunks=[bare_chunk(text="a", metadata={"k": 1})])
+    new = [bare_chunk(text="b", metadata={"k": 2})]
     mr.index_chunks(new)
     assert mr.retrieve({"k": 1}, 5) == []
     assert [sc.chunk for sc in mr.retrieve({"k": 2}, 5)] == new
@@ -893,7 +894,7 @@ def test_hybrid_is_a_strategy() -> None:
 
 
 def test_hybrid_documented_example_reconstructed() -> None:
-    a, b, c = Chunk(text="alpha"), Chunk(text="beta"), Chunk(text="gamma")
+    a, b, c = bare_chunk(text="alpha"), bare_chunk(text="beta"), bare_chunk(text="gamma")
     vec = StubRetriever("vector_score", [(a, 0.8)])
     kw = StubRetriever("keyword_score", [(b, 1.0), (c, 0.7), (a, 0.5)])
     hr = HybridRetriever(ContextEngineConfig(), vector_retriever=vec, keyword_retriever=kw)
@@ -911,9 +912,9 @@ def test_hybrid_documented_example_reconstructed() -> None:
 
 
 def test_hybrid_merges_by_content_hash_and_ignores_same_list_duplicates_reconstructed() -> None:
-    first = Chunk(text="Deep  Learning")
-    same_hash = Chunk(text="deep learning ")
-    other = Chunk(text="other")
+    first = bare_chunk(text="Deep  Learning")
+    same_hash = bare_chunk(text="deep learning ")
+    other = bare_chunk(text="other")
     vec = StubRetriever("vector_score", [(other, 0.9), (first, 0.4), (same_hash, 0.99)])
     kw = StubRetriever("keyword_score", [(same_hash, 1.0), (first, 0.2)])
     hr = HybridRetriever(ContextEngineConfig(), vector_retriever=vec, keyword_retriever=kw)
@@ -927,7 +928,7 @@ def test_hybrid_merges_by_content_hash_and_ignores_same_list_duplicates_reconstr
 
 
 def test_hybrid_top_k_defaults_and_cut() -> None:
-    chunks = [Chunk(text=f"c{i}") for i in range(30)]
+    chunks = [bare_chunk(text=f"c{i}") for i in range(30)]
     vec = StubRetriever("vector_score", [(c, 1 - i / 100) for i, c in enumerate(chunks)])
     cfg = ContextEngineConfig()
     hr = HybridRetriever(cfg, vector_retriever=vec)
@@ -941,7 +942,7 @@ def test_hybrid_top_k_defaults_and_cut() -> None:
 
 
 def test_hybrid_passes_query_vector_only_when_given() -> None:
-    chunks = [Chunk(text="alpha beta"), Chunk(text="gamma")]
+    chunks = [bare_chunk(text="alpha beta"), bare_chunk(text="gamma")]
     cfg = ContextEngineConfig()
     stub = StubRetriever("vector_score", [(chunks[0], 0.5)])
     assert [sc.chunk for sc in HybridRetriever(cfg, vector_retriever=stub).retrieve("q")] == [
@@ -960,8 +961,8 @@ def test_hybrid_without_retrievers_returns_empty() -> None:
 
 def test_hybrid_flags_and_filter_merging_reconstructed() -> None:
     chunks = [
-        Chunk(text="english data", metadata={"lang": "en", "year": 2020}),
-        Chunk(text="arabic data", metadata={"lang": "ar", "year": 2020}),
+        bare_chunk(text="english data", metadata={"lang": "en", "year": 2020}),
+        bare_chunk(text="arabic data", metadata={"lang": "ar", "year": 2020}),
     ]
     cfg = cfg_with(metadata_filters={"lang": "en"})
     meta = MetadataRetriever(cfg, chunks=chunks)
@@ -1026,7 +1027,7 @@ def test_hybrid_matches_reference_end_to_end_reconstructed(seed: int) -> None:
 
 
 def test_hybrid_returns_fresh_objects_every_call() -> None:
-    chunks = [Chunk(text="machine learning"), Chunk(text="deep learning")]
+    chunks = [bare_chunk(text="machine learning"), bare_chunk(text="deep learning")]
     cfg = ContextEngineConfig()
     vr = VectorRetriever(cfg)
     vr.index_chunks(chunks, deterministic_embed)
@@ -1045,7 +1046,7 @@ def test_hybrid_returns_fresh_objects_every_call() -> None:
 
 def test_hybrid_bad_query_propagates_errors() -> None:
     cfg = ContextEngineConfig()
-    kw = KeywordRetriever(cfg, chunks=[Chunk(text="data")])
+    kw = KeywordRetriever(cfg, chunks=[bare_chunk(text="data")])
     hr = HybridRetriever(cfg, keyword_retriever=kw)
     with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'lower'"):
         hr.retrieve(None)  # type: ignore[arg-type]
@@ -1082,7 +1083,7 @@ def test_hybrid_is_thread_safe_for_concurrent_queries() -> None:
 
 
 def test_engine_style_construction_and_calls() -> None:
-    chunks = [Chunk(doc_id="ml", text="Machine learning learns from data", metadata={})]
+    chunks = [bare_chunk(doc_id="ml", text="Machine learning learns from data", metadata={})]
     cfg = ContextEngineConfig()
     vec_ret = VectorRetriever(cfg, vector_store_adapter=None)
     kw_ret = KeywordRetriever(cfg, chunks=chunks)

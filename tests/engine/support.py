@@ -11,22 +11,23 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Required, TypedDict
 
-import anyio
-import numpy as np
-from golden.replay import (
-    analysis_fields,
-    first_difference,
-    hashed_embedding,
-    normal_form,
-    run_fields,
-)
+from golden.replay import analysis_fields, first_difference, normal_form, run_fields
+from support.corpus import CORPUS, QUALITY, QUERIES
+from support.embedding import hashed_embedding
+from support.engines import wait_until
 
 import sync_api
-from zerda_async import AsyncContextEngine, ContextEngineConfig, ConversationHistory, SourceQuality
+from zerda_async import (
+    AsyncContextEngine,
+    ContextEngineConfig,
+    ContextResult,
+    ConversationHistory,
+    SourceQuality,
+)
 from zerda_async.core.retrieval import HybridRetriever, KeywordRetriever
 from zerda_async.errors import failed_stage
 from zerda_async.pipeline import Request
@@ -36,7 +37,7 @@ __all__ = [
     "QUALITY",
     "QUERIES",
     "CountingRetriever",
-    "Doc",
+    "IndexCall",
     "SubmissionLog",
     "SyncReference",
     "check_against_sync",
@@ -49,111 +50,9 @@ __all__ = [
     "outcome_fields",
     "report_fields",
     "result_fields",
+    "result_of",
     "wait_until",
 ]
-
-
-class Doc:
-    """A corpus chunk: ``doc_id``, ``text`` and ``metadata`` (with a ``source``)."""
-
-    def __init__(self, doc_id: str, text: str, source: str, **metadata: Any) -> None:
-        self.doc_id = doc_id
-        self.text = text
-        self.metadata = {"source": source, **metadata}
-
-    def __repr__(self) -> str:
-        return f"Doc({self.doc_id!r})"
-
-
-_EN = [
-    (
-        "ml",
-        "Machine learning is a field of artificial intelligence that learns patterns from data.",
-    ),
-    ("dl", "Deep learning uses neural networks with many layers to learn representations."),
-    ("rag", "Retrieval augmented generation adds retrieved documents to the prompt of a model."),
-    ("bm25", "BM25 is a keyword ranking function based on term frequency and document length."),
-    ("vec", "Vector search compares dense embeddings with cosine similarity to find neighbours."),
-    ("rrf", "Reciprocal rank fusion merges ranked lists by summing inverse rank contributions."),
-    ("tok", "Tokenization splits text into tokens; subword tokenizers handle rare words well."),
-    ("attn", "The transformer model relies on self attention to relate every token to the others."),
-    ("long", "Transformers handle long sequences with sparse attention or sliding windows."),
-    ("ft", "Fine tuning adapts a pretrained model to a task with a small labelled dataset."),
-    ("eval", "Evaluation of retrieval uses recall, precision and mean reciprocal rank metrics."),
-    (
-        "cache",
-        "A context cache stores built contexts so that repeated questions are answered fast.",
-    ),
-    ("chunk", "Chunking splits documents into passages of a few hundred characters for retrieval."),
-    ("guard", "A context guard validates that the built context is long enough and has sources."),
-    ("budget", "The context budget bounds how many characters or tokens the context may use."),
-    ("hist", "Multi turn conversations enrich a follow up question with previous answered turns."),
-    ("async", "Async engines serve many concurrent requests on one event loop without threads."),
-    ("py", "Python is a programming language popular for data science and machine learning."),
-]
-_AR = [
-    (
-        "ar_ml",
-        "التعلم الآلي هو فرع من فروع الذكاء الاصطناعي يركز على بناء أنظمة تتعلم من البيانات.",
-    ),
-    ("ar_dl", "التعلم العميق هو مجال فرعي من التعلم الآلي يعتمد على الشبكات العصبية الاصطناعية."),
-    ("ar_nlp", "معالجة اللغات الطبيعية تمكن الحاسوب من فهم النصوص العربية والإنجليزية وتحليلها."),
-    ("ar_rag", "التوليد المعزز بالاسترجاع يضيف وثائق مسترجعة إلى سياق النموذج اللغوي قبل الإجابة."),
-    ("ar_vec", "البحث المتجهي يقارن التمثيلات العددية للنصوص باستخدام تشابه جيب التمام."),
-    ("ar_data", "جودة البيانات أساسية في التعلم الآلي لأن النموذج يتعلم من الأمثلة التي يراها."),
-    ("ar_tr", "نموذج المحول يعتمد على آلية الانتباه الذاتي لربط كل كلمة بباقي الكلمات في الجملة."),
-    ("ar_eval", "تقييم أنظمة الاسترجاع يستخدم مقاييس مثل الاستدعاء والدقة ومتوسط الرتبة العكسية."),
-]
-_SOURCES = ["Textbook", "Blog", "Forum", "Paper", "Wiki"]
-_AR_SOURCES = ["كتاب التعلم الآلي", "مدونة تقنية", "موسوعة"]
-
-
-def _build_corpus() -> list[Doc]:
-    docs: list[Doc] = []
-    for i, (doc_id, text) in enumerate(_EN):
-        docs.append(Doc(doc_id, text, _SOURCES[i % len(_SOURCES)], lang="en", year=2015 + i % 9))
-    for i, (doc_id, text) in enumerate(_AR):
-        docs.append(Doc(doc_id, text, _AR_SOURCES[i % len(_AR_SOURCES)], lang="ar", year=2020))
-    # Longer passages, a duplicate (hash dedup), a tiny chunk and a noise line (filters).
-    docs.append(Doc("ml_long", " ".join(t for _, t in _EN[:6]), "Textbook", lang="en"))
-    docs.append(Doc("ar_long", " ".join(t for _, t in _AR[:4]), "موسوعة", lang="ar"))
-    docs.append(Doc("ml_dup", _EN[0][1].replace(" is ", "   is "), "Forum", lang="en"))
-    docs.append(Doc("tiny", "short", "Forum", lang="en"))
-    docs.append(Doc("noise", "----------", "Forum", lang="en"))
-    return docs
-
-
-CORPUS: list[Doc] = _build_corpus()
-"""35 English and Arabic chunks with sources, language and year metadata."""
-
-QUALITY: dict[str, SourceQuality] = {
-    "Textbook": SourceQuality.HIGH,
-    "Paper": SourceQuality.HIGH,
-    "Forum": SourceQuality.LOW,
-    "كتاب التعلم الآلي": SourceQuality.HIGH,
-    "مدونة تقنية": SourceQuality.MEDIUM,
-}
-"""The source-quality map the tests index with."""
-
-QUERIES: list[str] = [
-    "What is machine learning?",
-    "what is machine learning?  ",
-    "How does the transformer model handle long sequences?",
-    "Compare BM25 keyword ranking with vector search and explain reciprocal rank fusion",
-    "Explain retrieval augmented generation and why a context budget matters for prompts",
-    "ما هو التعلم الآلي؟",
-    "ما هو التعلم الآلي؟ ",
-    "اشرح الفرق بين التعلم العميق والتعلم الآلي ومعالجة اللغات الطبيعية",
-    "How do I evaluate a retrieval system?",
-    "What does a context guard check?",
-    "Why cache contexts?",
-    "List the steps of chunking documents",
-    "كيف يعمل البحث المتجهي؟",
-    "What is Python used for?",
-    "Define tokenization",
-    "How does fine tuning work compared with training from scratch, step by step?",
-]
-"""English and Arabic queries; two pairs share a cache key (case and whitespace)."""
 
 
 def config_factory(**overrides: Any) -> Callable[[], ContextEngineConfig]:
@@ -170,6 +69,21 @@ def config_factory(**overrides: Any) -> Callable[[], ContextEngineConfig]:
         return cfg
 
     return make
+
+
+class IndexCall(TypedDict, total=False):
+    """The keyword arguments of one ``index`` call, replayed on the sync reference."""
+
+    chunks: Required[Sequence[Any]]
+    embed_fn: Callable[[Any], Any] | None
+    source_quality_map: Mapping[str, SourceQuality] | None
+
+
+def result_of(request: Request) -> ContextResult:
+    """The result a logged request ended with (fails when it raised or never ran)."""
+    outcome = request.outcome
+    assert isinstance(outcome, ContextResult), f"{request.job.query!r} ended with {outcome!r}"
+    return outcome
 
 
 # -- comparisons ----------------------------------------------------------------------
@@ -271,7 +185,8 @@ class SyncReference:
             history = created = ConversationHistory(session_id=session_id)
         else:
             history = None
-        self.engine.set_conversation(history)
+        # None stands for "no conversation" (multi-turn off): the facade takes any object.
+        self.engine.set_conversation(history)  # type: ignore[arg-type]
         outcome: Any
         try:
             outcome = self.engine.run(query, **kwargs)
@@ -358,7 +273,7 @@ def check_against_sync(
     log: SubmissionLog,
     reference: SyncReference,
     *,
-    index_calls: list[dict[str, Any]] | None = None,
+    index_calls: Sequence[IndexCall] | None = None,
     sessions: list[str | None] | None = None,
 ) -> int:
     """Replay ``log`` on ``reference``; compare every outcome and the final state.
@@ -401,31 +316,12 @@ def check_against_sync(
 
 def force_threads(engine: AsyncContextEngine) -> None:
     """Run every speculative stage group in a worker thread."""
-    engine._runner.policy.threshold_ms = -1.0
-    engine._runner.policy.min_corpus = 0
-    engine._runner.policy.forced = True  # also over the "caller code -> thread" rule
+    engine._runner.policy.forced = True  # what offload="threads" sets at construction
 
 
 def force_inline(engine: AsyncContextEngine) -> None:
     """Run every speculative stage group on the event loop."""
-    engine._runner.policy.threshold_ms = float("inf")
-    engine._runner.policy.min_corpus = 10**12
-    engine._runner.policy.forced = False  # also over the "caller code -> thread" rule
-
-
-def assert_idle(engine: AsyncContextEngine) -> None:
-    """Nothing pending, no single-flight entry left, every slot free."""
-    runner = engine._runner
-    assert not runner._pending, f"pending requests left: {runner._pending}"
-    assert not runner._by_cache_key, f"single-flight entries left: {runner._by_cache_key}"
-    assert runner.slots.value == runner.settings.max_in_flight
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll ``predicate`` on the event loop until it holds (fails after ``timeout``)."""
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.001)
+    engine._runner.policy.forced = False  # what offload="inline" sets at construction
 
 
 # -- injected components ------------------------------------------------------------------
@@ -476,12 +372,3 @@ def raises_in(stage_component: Any, attribute: str, exc: BaseException) -> Itera
         yield
     finally:
         setattr(stage_component, attribute, original)
-
-
-def batch_of(embed: Callable[[Any], Any]) -> Callable[[list[Any]], np.ndarray]:
-    """The batch form of a single-text embedder."""
-
-    def batch(texts: list[Any]) -> np.ndarray:
-        return np.stack([np.asarray(embed(t), dtype=np.float64) for t in texts])
-
-    return batch

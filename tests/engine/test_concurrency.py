@@ -16,30 +16,29 @@ from typing import Any
 
 import anyio
 import pytest
+from support.corpus import CORPUS, QUALITY, QUERIES
+from support.embedding import hashed_embedding
+from support.engines import assert_idle, wait_until
 
 import sync_api
 from zerda_async import AsyncContextEngine, SourceQuality
 
 from .support import (
-    CORPUS,
-    QUALITY,
-    QUERIES,
     CountingRetriever,
+    IndexCall,
     SubmissionLog,
     SyncReference,
-    assert_idle,
     check_against_sync,
     config_factory,
     force_inline,
     force_threads,
-    hashed_embedding,
     keyword_retriever,
-    wait_until,
+    result_of,
 )
 
 pytestmark = pytest.mark.anyio
 
-INDEX = {"chunks": CORPUS, "embed_fn": hashed_embedding, "source_quality_map": QUALITY}
+INDEX: IndexCall = {"chunks": CORPUS, "embed_fn": hashed_embedding, "source_quality_map": QUALITY}
 
 FOLLOW_UPS = [
     "How does it handle long sequences?",
@@ -79,7 +78,7 @@ async def test_run_many_matches_sync_one_by_one() -> None:
         # More than ten non-cached runs: the adaptive budget changes mid-batch.
         first = QUERIES + QUERIES[::-1] + QUERIES[:6]
         results = await engine.run_many(first)
-        assert [r.context for r in results] == [r.outcome.context for r in log.requests]
+        assert [r.context for r in results] == [result_of(r).context for r in log.requests]
         answer_last_turn(engine, log, None, "Transformers use attention.")
         await engine.run_many(FOLLOW_UPS + QUERIES[:4], max_chunks=5)
         # Two conversations at once, each its own history.
@@ -95,13 +94,15 @@ async def test_run_many_matches_sync_one_by_one() -> None:
         assert_idle(engine)
     compared = check_against_sync(engine, log, reference, index_calls=[INDEX])
     assert compared == len(log.requests) > 70
-    budgets = [r.outcome.query_analysis.context_budget for r in log.requests]
+    budgets = [result_of(r).query_analysis.context_budget for r in log.requests]
     bases = [base_budget(r.job.query) for r in log.requests]
     adapted = [b for b, base in zip(budgets, bases, strict=True) if b not in (base, 300)]
     assert adapted, "the adaptive budget never changed: the test lost its point"
-    hits = [r for r in log.requests if r.outcome.metadata.get("from_cache")]
+    hits = [r for r in log.requests if result_of(r).metadata.get("from_cache")]
     assert len(hits) > 10
-    enriched = [r for r in log.requests if r.outcome.query_analysis.original_query != r.job.query]
+    enriched = [
+        r for r in log.requests if result_of(r).query_analysis.original_query != r.job.query
+    ]
     assert enriched, "no history enrichment happened"
 
 
@@ -173,7 +174,7 @@ async def test_index_and_clear_cache_barriers_keep_their_place() -> None:
     retriever = CountingRetriever(keyword_retriever(make), gate=gate)
     reference = SyncReference(make, retriever=keyword_retriever(make))
     other_quality = {"Forum": SourceQuality.HIGH, "Textbook": SourceQuality.LOW}
-    index_calls = [
+    index_calls: list[IndexCall] = [
         {"chunks": CORPUS, "source_quality_map": QUALITY},
         {"chunks": CORPUS[:5], "source_quality_map": other_quality},
     ]
@@ -229,7 +230,7 @@ async def test_identical_concurrent_misses_compute_once() -> None:
         reference,
         index_calls=[{"chunks": CORPUS, "source_quality_map": QUALITY}],
     )
-    hits = [r.outcome.metadata.get("from_cache", False) for r in log.requests]
+    hits = [result_of(r).metadata.get("from_cache", False) for r in log.requests]
     assert hits == [False] + [True] * (len(queries) - 1)
 
 
@@ -248,7 +249,7 @@ async def test_single_flight_when_the_leader_is_not_cached() -> None:
         engine, log, reference, index_calls=[{"chunks": CORPUS, "source_quality_map": QUALITY}]
     )
     assert retriever.calls == reference_retriever.calls
-    assert all(not r.outcome.guard_passed for r in log.requests)
+    assert all(not result_of(r).guard_passed for r in log.requests)
 
 
 async def test_single_flight_when_the_leader_is_cancelled() -> None:

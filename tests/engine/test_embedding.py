@@ -15,29 +15,31 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+from support.corpus import CORPUS, QUALITY, QUERIES
+from support.embedding import batch_of, hashed_embedding
+from support.engines import assert_idle, wait_until
 
 from zerda_async import AsyncContextEngine, EmbeddingError
 from zerda_async.errors import failed_stage
 
 from .support import (
-    CORPUS,
-    QUALITY,
-    QUERIES,
+    IndexCall,
     SubmissionLog,
     SyncReference,
-    assert_idle,
     assert_same,
-    batch_of,
     check_against_sync,
     config_factory,
     engine_state,
-    hashed_embedding,
-    wait_until,
+    result_of,
 )
 
 pytestmark = pytest.mark.anyio
 
-SYNC_INDEX = {"chunks": CORPUS, "embed_fn": hashed_embedding, "source_quality_map": QUALITY}
+SYNC_INDEX: IndexCall = {
+    "chunks": CORPUS,
+    "embed_fn": hashed_embedding,
+    "source_quality_map": QUALITY,
+}
 FOLLOW_UPS = ["How does it handle long sequences?", "كيف يعمل ذلك؟", "And evaluation?"]
 S1_FOLLOW_UPS = ["Why does that matter?", "ما أهمية ذلك؟", "And the cost?"]
 
@@ -119,7 +121,7 @@ async def test_embedders_give_the_sync_contexts(mode: str) -> None:
     enriched = {
         r.job.options.session_id
         for r in log.requests
-        if r.outcome.query_analysis.original_query != r.job.query
+        if result_of(r).query_analysis.original_query != r.job.query
     }
     assert enriched == {None, "s1"}, "a follow-up was not enriched: re-embedding went untested"
 

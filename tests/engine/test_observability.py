@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import pytest
@@ -17,7 +17,7 @@ from zerda_async.pipeline import STAGES
 
 
 @pytest.fixture
-def captured() -> Iterator[list[dict[str, Any]]]:
+def captured() -> Iterator[list[MutableMapping[str, Any]]]:
     with capture_logs() as logs:
         yield logs
     # capture_logs leaves structlog marked as configured; the library must
@@ -39,7 +39,7 @@ def test_unconfigured_structlog_prints_nothing(capsys: pytest.CaptureFixture[str
     assert capsys.readouterr().out == ""
 
 
-def test_sync_run_logs_one_event_per_stage(captured: list[dict[str, Any]]) -> None:
+def test_sync_run_logs_one_event_per_stage(captured: list[MutableMapping[str, Any]]) -> None:
     sync_api.ContextEngine().run("What is ML?")
     stages = [e["stage"] for e in captured if e["event"] == "stage"]
     assert stages == [stage.name for stage in STAGES]
@@ -49,7 +49,9 @@ def test_sync_run_logs_one_event_per_stage(captured: list[dict[str, Any]]) -> No
 
 
 @pytest.mark.anyio
-async def test_async_run_logs_request_and_session_ids(captured: list[dict[str, Any]]) -> None:
+async def test_async_run_logs_request_and_session_ids(
+    captured: list[MutableMapping[str, Any]],
+) -> None:
     async with AsyncContextEngine() as engine:
         await engine.run("What is ML?", session_id="s-1")
     events = [e for e in captured if e["event"] == "stage"]

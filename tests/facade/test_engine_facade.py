@@ -5,19 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.chunks import Chunk
 
 import sync_api
 from sync_api import ContextEngine, ContextEngineConfig, ScoredChunk, SourceQuality
 from zerda_async.errors import failed_stage
 
 ARABIC_EMPTY = "📚 المعلومات المسترجعة:\n---\nلا تتوفر معلومات.\n---\n─── نهاية السياق ───"
-
-
-class Chunk:
-    def __init__(self, doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> None:
-        self.doc_id = doc_id
-        self.text = text
-        self.metadata = metadata or {}
 
 
 KB = [
@@ -186,15 +180,16 @@ def test_index_is_first_call_only_and_ignores_empty_corpus() -> None:
 
 def test_context_manager_accepts_and_ignores_legacy_strategies() -> None:
     manager = sync_api.ContextManager(
-        dedup_strategy=sync_api.HashDeduplication(),
-        ranking_strategy=sync_api.ScoreRanking(),
-        compression_strategy=sync_api.GreedyCompression(),
+        # Bound at the package root but, as documented, outside __all__.
+        dedup_strategy=sync_api.HashDeduplication(),  # type: ignore[attr-defined]
+        ranking_strategy=sync_api.ScoreRanking(),  # type: ignore[attr-defined]
+        compression_strategy=sync_api.GreedyCompression(),  # type: ignore[attr-defined]
         budget_strategy=sync_api.EqualBudgetAllocation(),
     )
     assert isinstance(manager, ContextEngine)
     assert manager.run("What is ML?").context == ARABIC_EMPTY
     with pytest.raises(TypeError):
-        sync_api.ContextManager(None, budget_allocator=1)  # type: ignore[call-arg]
+        sync_api.ContextManager(None, budget_allocator=1)
 
 
 def test_set_conversation_and_multi_turn_off() -> None:

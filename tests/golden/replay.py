@@ -7,41 +7,27 @@ replayed through the async engine as well (see ``tests/engine``).
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import math
-import re
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
+from support.chunks import Chunk, bare_chunk
+from support.embedding import hashed_embedding
 
 import sync_api
 from sync_api import legacy_compat, pipeline
 
 CASES_FILE = Path(__file__).with_name("cases.jsonl")
-_WORD = re.compile(r"\w+")
-EMBED_DIM = 64
 
 
 def load_cases() -> list[dict[str, Any]]:
     """Every case of ``cases.jsonl``, in file order."""
     with CASES_FILE.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
-
-
-def hashed_embedding(text: Any) -> np.ndarray:
-    """The cases' deterministic 64-dim embedder (signed, weighted md5 feature hashing)."""
-    vec = np.zeros(EMBED_DIM, dtype=np.float64)
-    for token in _WORD.findall(str(text or "").lower()):
-        digest = hashlib.md5(token.encode("utf-8")).digest()
-        bucket = int.from_bytes(digest[0:4], "little") % EMBED_DIM
-        weight = 0.5 + int.from_bytes(digest[4:6], "little") / 65535.0
-        vec[bucket] += -weight if digest[6] & 1 else weight
-    length = float(np.linalg.norm(vec))
-    return vec / length if length > 0 else vec
 
 
 class SplitTokenizer:
@@ -51,11 +37,16 @@ class SplitTokenizer:
         return text.split()
 
 
-class CaseChunk:
-    """A chunk object carrying exactly the attributes named in the case."""
+_CHUNK_FIELDS = {"doc_id", "text", "metadata", "source", "timestamp"}
 
-    def __init__(self, attrs: dict[str, Any]) -> None:
-        self.__dict__.update(attrs)
+
+def case_chunk(attrs: dict[str, Any]) -> Any:
+    """The case's chunk: a :class:`Chunk` when it has the usual fields, else an
+    object carrying exactly the attributes the case names (a missing ``doc_id``,
+    ``page_content`` instead of ``text``)."""
+    if {"doc_id", "text"} <= attrs.keys() <= _CHUNK_FIELDS:
+        return Chunk(**attrs)
+    return bare_chunk(**attrs)
 
 
 def config_from(spec: dict[str, Any] | None) -> sync_api.ContextEngineConfig:
@@ -77,7 +68,7 @@ def counter_from(name: str | None) -> Callable[[str], int] | None:
         "len": len,
         "ws_tokens": sync_api.make_token_counter(SplitTokenizer()),
     }
-    return None if name in (None, "default") else table[name]  # type: ignore[index]
+    return None if name in (None, "default") else table[name]
 
 
 def scored_from(spec: dict[str, Any]) -> sync_api.ScoredChunk:
@@ -92,7 +83,7 @@ def scored_from(spec: dict[str, Any]) -> sync_api.ScoredChunk:
     kwargs: dict[str, Any] = {k: spec[k] for k in fields if k in spec}
     if "source_quality" in spec:
         kwargs["source_quality"] = sync_api.SourceQuality[spec["source_quality"]]
-    return sync_api.ScoredChunk(chunk=CaseChunk(spec["chunk"]), **kwargs)
+    return sync_api.ScoredChunk(chunk=case_chunk(spec["chunk"]), **kwargs)
 
 
 def analysis_of(cfg: Any, query: Any, keywords: list[str] | None = None) -> Any:
@@ -337,7 +328,7 @@ def replay_budget(inp: dict[str, Any]) -> Any:
 
 
 def _pairs(items: list[Any]) -> list[tuple[Any, Any]]:
-    return [(CaseChunk(c), s) for c, s in items]
+    return [(case_chunk(c), s) for c, s in items]
 
 
 def _pairs_out(pairs: list[tuple[Any, Any]]) -> dict[str, Any]:
@@ -348,7 +339,8 @@ def replay_legacy(inp: dict[str, Any]) -> Any:
     op = inp["op"]
     try:
         if op == "validate_chunk":
-            return {"returned": legacy_compat.validate_chunk(CaseChunk(inp["chunk"]))}
+            legacy_compat.validate_chunk(case_chunk(inp["chunk"]))
+            return {"returned": None}
         if op == "prefix_dedup":
             dedup = (
                 legacy_compat.PrefixDeduplication()
@@ -509,7 +501,7 @@ def engine_steps(steps: list[dict[str, Any]]) -> EngineSteps:
             returned = yield Call(
                 "index",
                 (
-                    [CaseChunk(c) for c in step["chunks"]],
+                    [case_chunk(c) for c in step["chunks"]],
                     hashed_embedding if step.get("embed") else None,
                     quality or None,
                 ),

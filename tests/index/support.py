@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from golden.replay import hashed_embedding
+from support.embedding import hashed_embedding
 
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.models import ScoredChunk
 
 __all__ = [
     "WORDS",
-    "Doc",
     "embed",
     "embed_batch",
     "make_config",
@@ -38,18 +37,6 @@ WORDS = [
     "النموذج",
     "اللغة",
 ]
-
-
-class Doc:
-    """A plain chunk object (``doc_id``, ``text``, ``metadata``)."""
-
-    def __init__(self, doc_id: str, text: str, **metadata: Any) -> None:
-        self.doc_id = doc_id
-        self.text = text
-        self.metadata = dict(metadata)
-
-    def __repr__(self) -> str:
-        return f"Doc({self.doc_id!r}, {self.text[:24]!r})"
 
 
 def embed(text: Any) -> np.ndarray:

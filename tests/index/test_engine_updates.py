@@ -8,7 +8,9 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
-from engine.support import CORPUS, QUALITY, QUERIES, Doc, batch_of, result_fields
+from engine.support import result_fields
+from support.corpus import CORPUS, QUALITY, QUERIES, sourced
+from support.embedding import batch_of
 
 import sync_api
 from zerda_async import AsyncContextEngine, ContextEngineConfig
@@ -21,9 +23,11 @@ from .support import embed
 pytestmark = pytest.mark.anyio
 
 NEW = [
-    Doc("new_rag", "Retrieval augmented generation grounds a model in retrieved text.", "Paper"),
-    Doc("new_ar", "الاسترجاع الهجين يجمع البحث المتجهي والبحث بالكلمات المفتاحية.", "موسوعة"),
-    Doc("ml", "Machine learning systems learn a function from labelled examples.", "Blog"),
+    sourced(
+        "new_rag", "Retrieval augmented generation grounds a model in retrieved text.", "Paper"
+    ),
+    sourced("new_ar", "الاسترجاع الهجين يجمع البحث المتجهي والبحث بالكلمات المفتاحية.", "موسوعة"),
+    sourced("ml", "Machine learning systems learn a function from labelled examples.", "Blog"),
 ]
 
 
@@ -78,11 +82,12 @@ def random_ops(seed: int) -> list[tuple[str, list[Any]]]:
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("embedder", ["sync", "batch", "async"])
 async def test_results_after_updates_equal_a_fresh_index(seed: int, embedder: str) -> None:
-    kwargs: dict[str, Any] = {
+    choices: dict[str, dict[str, Any]] = {
         "sync": {"embed_fn": embed},
         "batch": {"batch_embed_fn": batch_of(embed)},
         "async": {"embed_fn": _async_embed},
-    }[embedder]
+    }
+    kwargs = choices[embedder]
     ops = random_ops(seed)
     final = list(CORPUS)
     apply_ops(final, ops)

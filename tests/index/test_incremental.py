@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.chunks import Chunk
 
 from zerda_async.core.index import CorpusIndex, unit_rows
 from zerda_async.core.index.tokens import encode_texts, tokenize
@@ -25,7 +26,7 @@ from zerda_async.core.retrieval import (
     VectorRetriever,
 )
 
-from .support import WORDS, Doc, embed, make_config, scored_fields
+from .support import WORDS, embed, make_config, scored_fields
 
 QUERIES = [
     "retrieval ranking",
@@ -35,12 +36,12 @@ QUERIES = [
     "token keyword budget async",
     "nothing matches this",
 ]
-FILTERS = [{"lang": "en"}, {"lang": "ar", "topic": 1}, {"topic": 2}]
+FILTERS: list[dict[str, Any]] = [{"lang": "en"}, {"lang": "ar", "topic": 1}, {"topic": 2}]
 
 texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=9).map(" ".join)
 doc_ids = st.sampled_from([f"d{i}" for i in range(8)])
 docs = st.builds(
-    lambda doc_id, text, lang, topic: Doc(doc_id, text, lang=lang, topic=topic),
+    lambda doc_id, text, lang, topic: Chunk(doc_id, text, {"lang": lang, "topic": topic}),
     doc_ids,
     texts,
     st.sampled_from(["en", "ar"]),
@@ -98,14 +99,17 @@ def documented(final: list[Any], config: Any) -> HybridRetriever:
 
 
 def all_results(retriever: HybridRetriever) -> list[Any]:
+    vector, keyword = retriever.vector_retriever, retriever.keyword_retriever
+    metadata = retriever.metadata_retriever
+    assert vector is not None and keyword is not None and metadata is not None
     out: list[Any] = []
     for query in QUERIES:
         for top_k in (3, 20):
-            out.append(scored_fields(retriever.vector_retriever.retrieve(query, top_k)))  # type: ignore[union-attr]
-            out.append(scored_fields(retriever.keyword_retriever.retrieve(query, top_k)))  # type: ignore[union-attr]
+            out.append(scored_fields(vector.retrieve(query, top_k)))
+            out.append(scored_fields(keyword.retrieve(query, top_k)))
             out.append(scored_fields(retriever.retrieve(query=query, top_k=top_k)))
     for filters in FILTERS:
-        out.append(scored_fields(retriever.metadata_retriever.retrieve(filters, 5)))  # type: ignore[union-attr]
+        out.append(scored_fields(metadata.retrieve(filters, 5)))
         out.append(scored_fields(retriever.retrieve(query="retrieval", top_k=8, filters=filters)))
     return out
 
@@ -133,7 +137,7 @@ def test_many_small_adds_merge_segments_and_stay_exact() -> None:
     final: list[Any] = []
     for step in range(60):
         batch = [
-            Doc(f"s{step}-{i}", " ".join(rng.choice(WORDS, size=rng.integers(1, 8))))
+            Chunk(f"s{step}-{i}", " ".join(rng.choice(WORDS, size=rng.integers(1, 8))))
             for i in range(int(rng.integers(1, 5)))
         ]
         corpus = apply(corpus, final, "add", batch)
@@ -144,7 +148,7 @@ def test_many_small_adds_merge_segments_and_stay_exact() -> None:
 
 
 def test_removing_most_chunks_compacts() -> None:
-    chunks = [Doc(f"d{i}", f"{WORDS[i % len(WORDS)]} common") for i in range(40)]
+    chunks = [Chunk(f"d{i}", f"{WORDS[i % len(WORDS)]} common") for i in range(40)]
     corpus = CorpusIndex.build(chunks, rows(chunks))
     corpus, removed = corpus.without([f"d{i}" for i in range(0, 40, 2)])
     assert removed == 20
@@ -158,9 +162,13 @@ def test_removing_most_chunks_compacts() -> None:
 
 
 def test_update_replaces_every_chunk_of_a_doc_id_and_moves_it_last() -> None:
-    a1, a2, b = Doc("a", "retrieval one"), Doc("a", "retrieval two"), Doc("b", "retrieval three")
+    a1, a2, b = (
+        Chunk("a", "retrieval one"),
+        Chunk("a", "retrieval two"),
+        Chunk("b", "retrieval three"),
+    )
     corpus = CorpusIndex.build([a1, b, a2], rows([a1, b, a2]))
-    new_a = Doc("a", "retrieval four")
+    new_a = Chunk("a", "retrieval four")
     corpus, replaced = corpus.replaced([new_a], rows([new_a]))
     assert replaced == 2
     assert corpus.live_chunks() == [b, new_a]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import io as io_module
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import anyio.to_thread
 import msgspec
 import numpy as np
 import pytest
-from engine.support import CORPUS, QUALITY, QUERIES, Doc
+from support.corpus import CORPUS, QUALITY, QUERIES, sourced
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig
 from zerda_async.errors import IndexFormatError, IndexStateError
@@ -183,7 +184,7 @@ async def test_a_failed_switch_keeps_the_previous_index(
     engine = await AsyncContextEngine.load(path, embed_fn=embed)
     async with engine:
         await engine.add(NEW[2:])
-        monkeypatch.setattr(persistence_module.os, "replace", no_replace)
+        monkeypatch.setattr(os, "replace", no_replace)
         with pytest.raises(OSError, match="Input/output"):
             await engine.save(path)
         monkeypatch.undo()
@@ -330,7 +331,7 @@ async def test_saving_needs_savable_chunks_and_no_adapter(tmp_path: Path) -> Non
         await engine.index(CORPUS, embed_fn=embed, vector_store_adapter=Adapter())
         with pytest.raises(IndexStateError, match="vector_store_adapter"):
             await engine.save(tmp_path / "a")
-    weird = Doc("w", "a chunk whose metadata cannot be encoded", "Blog", when=object())
+    weird = sourced("w", "a chunk whose metadata cannot be encoded", "Blog", when=object())
     async with AsyncContextEngine(make_config()) as engine:
         await engine.index([*CORPUS, weird])
         with pytest.raises(TypeError, match="cannot be saved"):

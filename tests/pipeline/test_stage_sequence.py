@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import numpy as np
@@ -11,7 +11,7 @@ import structlog
 from structlog.testing import capture_logs
 
 import sync_api
-from tests.pipeline.conftest import chunks, embed
+from pipeline.helpers import chunks, embed
 from zerda_async import AsyncContextEngine
 
 QUERIES = [
@@ -25,13 +25,13 @@ QUERIES = [
 
 
 @pytest.fixture
-def captured() -> Iterator[list[dict[str, Any]]]:
+def captured() -> Iterator[list[MutableMapping[str, Any]]]:
     with capture_logs() as logs:
         yield logs
     structlog.reset_defaults()
 
 
-def _sequences(logs: list[dict[str, Any]]) -> list[list[str]]:
+def _sequences(logs: list[MutableMapping[str, Any]]) -> list[list[str]]:
     """Stage names per request, requests in the order their first event was logged."""
     by_request: dict[str, list[str]] = {}
     for event in logs:
@@ -43,7 +43,7 @@ def _sequences(logs: list[dict[str, Any]]) -> list[list[str]]:
 @pytest.mark.anyio
 @pytest.mark.parametrize("embedder", ["plain", "batch"])
 async def test_sync_and_async_runs_log_the_same_stage_lists(
-    captured: list[dict[str, Any]], embedder: str
+    captured: list[MutableMapping[str, Any]], embedder: str
 ) -> None:
     # The sync facade's requests have no request id: give each its own.
     expected = _sync_sequences_with_ids(captured)
@@ -68,7 +68,7 @@ async def test_sync_and_async_runs_log_the_same_stage_lists(
     assert "query_embedding" in got[0]
 
 
-def _sync_sequences_with_ids(captured: list[dict[str, Any]]) -> list[list[str]]:
+def _sync_sequences_with_ids(captured: list[MutableMapping[str, Any]]) -> list[list[str]]:
     engine = sync_api.ContextEngine().index(chunks(), embed_fn=embed)
     sequences: list[list[str]] = []
     for i, query in enumerate(QUERIES):
@@ -76,5 +76,7 @@ def _sync_sequences_with_ids(captured: list[dict[str, Any]]) -> list[list[str]]:
         sequences.append([e["stage"] for e in captured if e["event"] == "stage"])
         captured.clear()
         if i == 2:
-            engine.get_history().turns[-1].answer = "It flows north."
+            history = engine.get_history()
+            assert history is not None
+            history.turns[-1].answer = "It flows north."
     return sequences

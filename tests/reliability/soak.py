@@ -36,8 +36,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import numpy as np
-from engine.support import CORPUS, QUERIES, Doc
-from golden.replay import hashed_embedding
+from support.corpus import CORPUS, QUERIES, sourced
+from support.embedding import hashed_embedding
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig, ContextResult
 from zerda_async.engine import EventStream
@@ -179,7 +179,7 @@ def _corpus(settings: SoakSettings) -> list[Any]:
     for i in range(settings.extra_docs):
         words = _AR if i % 3 == 0 else _EN
         text = " ".join(rng.choice(words) for _ in range(rng.randint(8, 40)))
-        docs.append(Doc(f"x{i}", f"Document {i}: {text}.", f"src{i % 11}", lang="en"))
+        docs.append(sourced(f"x{i}", f"Document {i}: {text}.", f"src{i % 11}", lang="en"))
     return docs
 
 

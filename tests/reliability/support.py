@@ -20,8 +20,9 @@ from typing import Any
 
 import anyio
 import numpy as np
-from golden.replay import hashed_embedding
 from hypothesis import strategies as st
+from support.chunks import Chunk
+from support.embedding import hashed_embedding
 
 from zerda_async.core.models import ContextResult, ScoredChunk
 from zerda_async.core.templates import TEMPLATES
@@ -29,7 +30,6 @@ from zerda_async.core.templates import TEMPLATES
 __all__ = [
     "ARABIC",
     "SURROGATES",
-    "Chunk",
     "FaultyEmbedder",
     "FaultyStore",
     "FaultyTokenizer",
@@ -120,18 +120,6 @@ def mixed_text(max_fragments: int = 10) -> st.SearchStrategy[str]:
 def has_surrogate(*texts: Any) -> bool:
     """True when any text holds a lone surrogate (it cannot be encoded as UTF-8)."""
     return any(isinstance(t, str) and any(0xD800 <= ord(c) <= 0xDFFF for c in t) for t in texts)
-
-
-class Chunk:
-    """A duck-typed chunk (``doc_id``, ``text``, ``metadata``)."""
-
-    def __init__(self, doc_id: Any, text: Any, metadata: Any = None) -> None:
-        self.doc_id = doc_id
-        self.text = text
-        self.metadata = metadata
-
-    def __repr__(self) -> str:
-        return f"Chunk({self.doc_id!r}, {self.text!r})"
 
 
 @st.composite

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine.support import CORPUS
+from support.corpus import CORPUS
 
 import sync_api
 from zerda_async import AsyncContextEngine, ContextEngineConfig
 from zerda_async.errors import failed_stage
+from zerda_async.events import DoneEvent, ErrorEvent
 
 from .support import check_result
 from .test_properties_sync_api import WRONG_RUN_ARGUMENTS
@@ -54,8 +55,18 @@ async def test_wrong_run_arguments_match_the_facade(kwargs: dict[str, Any]) -> N
             check_result(got, CORPUS)
             assert got.context == expected.context
         check_result(await engine.run("What is retrieval augmented generation?"), CORPUS)
-        async for _ in engine.stream(**call):  # the same outcome as an error event
-            pass
+        # The stream reports the same outcome as its last event.
+        last = [event async for event in engine.stream(**call)][-1]
+        if isinstance(expected, Exception):
+            assert isinstance(last, ErrorEvent), last
+            assert (last.error_type, last.message, last.stage) == (
+                type(expected).__name__,
+                str(expected),
+                failed_stage(expected),
+            )
+        else:
+            assert isinstance(last, DoneEvent), last
+            assert last.result.context == expected.context
 
 
 @pytest.mark.parametrize(

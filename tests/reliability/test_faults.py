@@ -22,7 +22,8 @@ from typing import Any
 
 import anyio
 import pytest
-from engine.support import CORPUS, QUERIES, Doc, assert_idle, wait_until
+from support.corpus import CORPUS, QUERIES, sourced
+from support.engines import assert_idle, wait_until
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig, EmbeddingError
 from zerda_async.core.counters import make_token_counter
@@ -30,13 +31,7 @@ from zerda_async.core.retrieval import HybridRetriever, KeywordRetriever, Vector
 from zerda_async.errors import failed_stage
 from zerda_async.events import DoneEvent, ErrorEvent, StageEvent
 
-from .support import (
-    TRIGGER,
-    FaultyEmbedder,
-    FaultyStore,
-    FaultyTokenizer,
-    check_result,
-)
+from .support import TRIGGER, FaultyEmbedder, FaultyStore, FaultyTokenizer, check_result
 
 pytestmark = pytest.mark.anyio
 
@@ -143,7 +138,7 @@ async def test_a_bad_query_embedding_fails_only_its_request(form: str, mode: str
 @pytest.mark.parametrize("mode", ["nan", "inf"])
 @pytest.mark.parametrize("form", FORMS)
 async def test_a_non_finite_corpus_embedding_fails_the_index(form: str, mode: str) -> None:
-    bad = Doc("bad", f"{TRIGGER} ivy is a plant that causes an itchy rash", "Forum")
+    bad = sourced("bad", f"{TRIGGER} ivy is a plant that causes an itchy rash", "Forum")
     corpus = [*CORPUS[:5], bad, *CORPUS[5:10]]
     embedder = FaultyEmbedder(mode)
     async with AsyncContextEngine() as engine:
@@ -315,7 +310,7 @@ async def test_a_stream_timeout_says_where_the_request_was() -> None:
 
 
 async def test_a_failing_tokenizer_fails_only_the_requests_it_cannot_count() -> None:
-    poison = Doc("poison", f"{TRIGGER} ivy toxicodendron radicans urushiol dermatitis", "Wiki")
+    poison = sourced("poison", f"{TRIGGER} ivy toxicodendron radicans urushiol dermatitis", "Wiki")
     corpus = [*CORPUS, poison]
     counter = make_token_counter(FaultyTokenizer())
     async with AsyncContextEngine(length_counter=counter) as engine:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.chunks import Chunk
 
 from zerda_async.core.budget import (
     ComplexityBasedAllocation,
@@ -39,7 +40,7 @@ from zerda_async.core.ranking import CompositeRanker
 from zerda_async.core.retrieval import tokenize
 from zerda_async.core.truncation import truncate
 
-from .support import Chunk, check_budget, has_surrogate, hostile_text, placeholder_contexts
+from .support import check_budget, has_surrogate, hostile_text, placeholder_contexts
 
 FAST = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
@@ -269,7 +270,8 @@ def test_the_composed_context_respects_its_budget(
 def test_non_integer_budgets_follow_python_comparisons(budget: float) -> None:
     composer = SmartContextComposer(ContextEngineConfig())
     chunks = _scored(["a chunk of text about machine learning and data", "second chunk text"])
-    context = composer.compose(chunks, ANALYZER.analyze("q"), budget)
+    # A float budget on purpose: the documented comparisons accept it.
+    context = composer.compose(chunks, ANALYZER.analyze("q"), budget)  # type: ignore[arg-type]
     # No comparison with inf or nan cuts anything: every chunk is included.
     assert "second chunk text" in context
     check_budget(context, budget)
@@ -327,7 +329,7 @@ def test_cache_keys_are_md5_or_a_documented_error(
 
 def test_cache_keys_of_incomparable_filter_keys_raise_type_error() -> None:
     with pytest.raises(TypeError, match="not supported"):
-        ContextCache().make_key("q", {1: "a", "b": 2})
+        ContextCache().make_key("q", {1: "a", "b": 2})  # type: ignore[dict-item]  # on purpose
 
 
 @FAST
@@ -390,7 +392,11 @@ def test_the_documented_cache_keeps_its_over_growth_quirk() -> None:
     """Kept for the sync facade: expired entries read and not stored again let it grow."""
     for cache_type, expected in ((ContextCache, 10), (BoundedContextCache, 4)):
         now = [0.0]
-        cache = cache_type(max_size=4, ttl_seconds=10, clock=lambda now=now: now[0])
+
+        def clock(now: list[float] = now) -> float:
+            return now[0]
+
+        cache = cache_type(max_size=4, ttl_seconds=10, clock=clock)
         peak, k = 0, 0
         for _ in range(50):
             keys = []

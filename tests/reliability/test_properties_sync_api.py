@@ -16,15 +16,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from golden.replay import hashed_embedding
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from support.chunks import Chunk
+from support.embedding import hashed_embedding
 
-import sync_api
 from sync_api import ContextEngine, ContextEngineConfig, SourceQuality
+from sync_api.legacy_compat import validate_chunk
 
 from .support import (
-    Chunk,
     check_budget,
     check_result,
     has_surrogate,
@@ -292,27 +292,31 @@ def test_wrong_types_in_run(kwargs: dict[str, Any], error: type[Exception] | Non
     check_result(engine.run("What is retrieval augmented generation?"), CORPUS)
 
 
-def _quality_list(e: ContextEngine) -> Any:
-    return ContextEngine().index(CORPUS, source_quality_map=["x"]).run("machine learning")
+def _quality_list(e: Any) -> Any:
+    return WrongTypes().index(CORPUS, source_quality_map=["x"]).run("machine learning")
 
 
-def _quality_names(e: ContextEngine) -> Any:
+def _quality_names(e: Any) -> Any:
     quality = {"Textbook": "HIGH"}  # names, not SourceQuality members
-    return ContextEngine().index(CORPUS, source_quality_map=quality).run("machine learning")
+    return WrongTypes().index(CORPUS, source_quality_map=quality).run("machine learning")
 
 
-Call = Callable[[ContextEngine], Any]
+# Every call of this table passes a wrong type on purpose: the engine (and the
+# ``e`` each call receives) are seen untyped here.
+WrongTypes: Any = ContextEngine
+WrongChunk: Any = Chunk
+Call = Callable[[Any], Any]
 WRONG_OTHER_ARGUMENTS: list[tuple[str, Call, type[Exception] | None]] = [
-    ("constructor config str", lambda e: ContextEngine(config="x"), AttributeError),
+    ("constructor config str", lambda e: WrongTypes(config="x"), AttributeError),
     ("constructor analyzer int",
-     lambda e: ContextEngine(query_analyzer=5).run("q"), AttributeError),
-    ("index chunks str", lambda e: ContextEngine().index("abc").run("abc"), None),
-    ("index chunk text None", lambda e: ContextEngine().index([Chunk("d", None)]).run("d"), None),
-    ("index chunk no text at all", lambda e: ContextEngine().index([_NoText()]), AttributeError),
-    ("index chunk text int", lambda e: ContextEngine().index([Chunk("d", 5)]), AttributeError),
-    ("index embed_fn int", lambda e: ContextEngine().index(CORPUS, embed_fn=5), TypeError),
+     lambda e: WrongTypes(query_analyzer=5).run("q"), AttributeError),
+    ("index chunks str", lambda e: WrongTypes().index("abc").run("abc"), None),
+    ("index chunk text None", lambda e: WrongTypes().index([WrongChunk("d", None)]).run("d"), None),
+    ("index chunk no text at all", lambda e: WrongTypes().index([_NoText()]), AttributeError),
+    ("index chunk text int", lambda e: WrongTypes().index([WrongChunk("d", 5)]), AttributeError),
+    ("index embed_fn int", lambda e: WrongTypes().index(CORPUS, embed_fn=5), TypeError),
     ("index embed_fn raising",
-     lambda e: ContextEngine().index(CORPUS, embed_fn=_boom), ConnectionError),
+     lambda e: WrongTypes().index(CORPUS, embed_fn=_boom), ConnectionError),
     ("index quality map list", _quality_list, AttributeError),
     ("index quality map str values", _quality_names, AttributeError),
     ("run_multi None", lambda e: e.run_multi(None), None),
@@ -324,7 +328,7 @@ WRONG_OTHER_ARGUMENTS: list[tuple[str, Call, type[Exception] | None]] = [
     ("compress target str", lambda e: e.compress_context("some context", "5"), TypeError),
     ("compress context None", lambda e: e.compress_context(None, 5), None),
     ("stats context None", lambda e: e.get_context_stats(None), AttributeError),
-    ("legacy validate_chunk", lambda e: sync_api.validate_chunk(Chunk(5, "t")), TypeError),
+    ("legacy validate_chunk", lambda e: validate_chunk(WrongChunk(5, "t")), TypeError),
 ]  # fmt: skip
 
 
