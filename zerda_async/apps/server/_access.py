@@ -8,15 +8,15 @@ The key is compared in constant time.
 
 :class:`AccessLogMiddleware` logs one line per request to the ``zerda.access``
 logger, in uvicorn's access-log format but with the route path only: query
-strings (``/?q=<question>``) and bodies (queries, session ids) never reach
-the log.  ``zerda serve`` turns uvicorn's own access log off and prints this one.
+strings (``/?q=<question>``), bodies (queries, session ids) and unknown
+paths (shown as ``(other)``) never reach the log.  ``zerda serve`` turns uvicorn's own access log off and prints this one.
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from zerda_async.apps.server._common import problem_response, route_path
@@ -82,8 +82,9 @@ class BearerAuthMiddleware:
 class AccessLogMiddleware:
     """One ``zerda.access`` record per HTTP request: client, method, route path, status."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, routes: Iterable[str]) -> None:
         self.app = app
+        self.routes = frozenset(routes)
         self.logger = logging.getLogger(ACCESS_LOGGER)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -103,12 +104,15 @@ class AccessLogMiddleware:
         finally:
             client = scope.get("client")
             address = f"{client[0]}:{client[1]}" if client else "-"
-            # The path without its query string: the page's ?q= holds the question.
+            # The route without its query string (the page's ?q= holds the question);
+            # unknown paths print as "(other)", since a client can put anything there.
+            path = route_path(scope)
+            shown = scope.get("root_path", "") + path if path in self.routes else "(other)"
             self.logger.info(
                 '%s - "%s %s HTTP/%s" %d',
                 address,
                 scope.get("method", ""),
-                scope.get("root_path", "") + route_path(scope),
+                shown,
                 scope.get("http_version", "1.1"),
                 status,
             )

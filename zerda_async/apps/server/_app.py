@@ -169,5 +169,5 @@ def create_app(
             allow_headers=["Authorization", "Content-Type"],
         )
     app.add_middleware(MetricsMiddleware, metrics=metrics)
-    app.add_middleware(AccessLogMiddleware)
+    app.add_middleware(AccessLogMiddleware, routes=ROUTES)
     return app

@@ -39,6 +39,7 @@
   }
 
   function detail(name, data) {
+    if (!("event" in data)) return "";  // a timing from a built-in result: nothing more to say
     if (name === "analysis") return `${data.language}, ${data.intent}, budget ${data.budget}`;
     if (name === "ranked" || name === "retrieved" || name === "filtered") return `${data.count}`;
     if (name === "composed") return `${data.context_length} / ${data.budget} chars`;
@@ -178,6 +179,9 @@
     history.replaceState(null, "", `?${params}`);
     run(body);
   });
+
+  // For scripts and tests: render a result object as the page does.
+  window.zerdaPage = { showResult: showResult };
 
   if (boot.result) {
     for (const name of STAGES) {
