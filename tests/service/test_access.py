@@ -182,7 +182,7 @@ def test_zerda_serve_with_an_api_key_file(tmp_path: Path) -> None:
             page = client.get("/", params={"q": SECRET_QUERY})
     finally:
         server.terminate()
-        _, err = server.communicate(timeout=30)
+        err, _ = server.communicate(timeout=30)
     assert anonymous.status_code == 401
     assert keyed.status_code == 200
     assert page.status_code == 200

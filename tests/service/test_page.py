@@ -139,7 +139,7 @@ async def test_a_shared_link_holds_the_context_in_the_dumped_dom(
     assert pre is not None
     shown = html.unescape(re.sub(r"<[^>]+>", "", pre.group(1)))
     assert shown == expected["context"]
-    assert f'data-state="done"' in dom
+    assert 'data-state="done"' in dom
     assert f'<section class="result" id="result" dir="{direction}"' in dom
     marks = re.findall(r'<mark class="cite[^"]*"', pre.group(1))
     assert len(marks) == len(expected.get("citations", []))

@@ -9,7 +9,8 @@ The key is compared in constant time.
 :class:`AccessLogMiddleware` logs one line per request to the ``zerda.access``
 logger, in uvicorn's access-log format but with the route path only: query
 strings (``/?q=<question>``), bodies (queries, session ids) and unknown
-paths (shown as ``(other)``) never reach the log.  ``zerda serve`` turns uvicorn's own access log off and prints this one.
+paths (shown as ``(other)``) never reach the log.  ``zerda serve`` turns
+uvicorn's own access log off and prints this one.
 """
 
 from __future__ import annotations

@@ -49,12 +49,19 @@ class EnginePool:
         self._opener = opener
         self._engines: dict[str, AsyncContextEngine] = {}
         self._slots: dict[str, _Slot] = {}
-        self._send, self._recv = anyio.create_memory_object_stream[tuple[str, _Slot]](16)
+        # The channel to the owner task is made when first needed, so an
+        # application that is built but never served leaves no stream open.
+        self._channel: tuple[Any, Any] | None = None
         self._state: _State = "idle"
         self._background: Any = None  # the asyncio task of a lazy start (kept referenced)
         self._stopped = anyio.Event()
         self.last_error: str | None = None
         """Why the last engine failed to open (shown by ``/healthz``)."""
+
+    def _streams(self) -> tuple[Any, Any]:
+        if self._channel is None:
+            self._channel = anyio.create_memory_object_stream[tuple[str, _Slot]](16)
+        return self._channel
 
     @property
     def loaded(self) -> list[str]:
@@ -72,9 +79,10 @@ class EnginePool:
             raise EngineClosedError(f"the engine pool is already {self._state}")
         self._state = "running"
         try:
-            async with AsyncExitStack() as stack, self._recv:
+            receive = self._streams()[1]
+            async with AsyncExitStack() as stack, receive:
                 task_status.started()
-                async for template, slot in self._recv:
+                async for template, slot in receive:
                     try:
                         engine = await stack.enter_async_context(self._opener(template))
                     except Exception as exc:
@@ -92,7 +100,8 @@ class EnginePool:
 
     def close(self) -> None:
         """Stop accepting requests for engines; :meth:`serve` then closes the engines."""
-        self._send.close()
+        if self._channel is not None:
+            self._channel[0].close()
         if self._state == "idle":
             self._state = "closed"
             self._stopped.set()
@@ -135,13 +144,15 @@ class EnginePool:
         engine = self._engines.get(template)
         if engine is not None:
             return engine
+        if self._state == "closed":
+            raise EngineClosedError("the service is shutting down")
         if self._state == "idle":
             self._start_lazily()
         slot = self._slots.get(template)
         if slot is None:
             slot = self._slots[template] = _Slot()
             try:
-                await self._send.send((template, slot))
+                await self._streams()[0].send((template, slot))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 del self._slots[template]
                 raise EngineClosedError("the service is shutting down") from None
