@@ -9,6 +9,8 @@
      ├── IndexDirectoryError (ValueError)   a directory holds no index the CLI can open
      ├── StageFailedError (RuntimeError)    a pipeline stage failed (apps: stage and type)
      ├── RequestBodyError (ValueError)      an HTTP request body does not decode (names the field)
+     ├── MediaTypeError (ValueError)        an HTTP request body is not declared as JSON
+     ├── AuthenticationError                an HTTP request lacks the service's API key
      ├── UsageError (ValueError)            a bad command-line argument found after parsing
      └── HTTPProblem                        an error response the service sends as it is
     MissingSourceQualityMap (AttributeError)  documented: a retriever ran before ``index()``
@@ -29,6 +31,7 @@ from typing import NamedTuple
 
 __all__ = [
     "REPORTS",
+    "AuthenticationError",
     "ConfigError",
     "EmbeddingError",
     "EngineClosedError",
@@ -37,6 +40,7 @@ __all__ = [
     "IndexDirectoryError",
     "IndexFormatError",
     "IndexStateError",
+    "MediaTypeError",
     "MissingSourceQualityMap",
     "RequestBodyError",
     "StageFailedError",
@@ -100,6 +104,17 @@ class RequestBodyError(ZerdaError, ValueError):
     def __init__(self, message: str, field: str | None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class MediaTypeError(ZerdaError, ValueError):
+    """An HTTP request body whose ``Content-Type`` is not JSON (the service answers 415)."""
+
+
+class AuthenticationError(ZerdaError):
+    """An HTTP request without the service's API key as a bearer token (the service answers 401).
+
+    The message never repeats what the client sent.
+    """
 
 
 class UsageError(ZerdaError, ValueError):
@@ -168,6 +183,8 @@ class ErrorReport(NamedTuple):
 
 REPORTS: dict[type[BaseException], ErrorReport] = {
     RequestBodyError: ErrorReport(422, 1),
+    MediaTypeError: ErrorReport(415, 1),
+    AuthenticationError: ErrorReport(401, 1),
     ConfigError: ErrorReport(422, 1),
     UsageError: ErrorReport(400, 2),
     IndexDirectoryError: ErrorReport(500, 1),

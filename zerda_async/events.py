@@ -5,7 +5,8 @@ stage's duration in milliseconds: ``analysis``, ``retrieved``, ``filtered``,
 ``ranked`` (which carries the sources, once), ``composed``, ``guarded`` and
 finally ``done`` with the whole :class:`~zerda_async.core.models.ContextResult`
 — or ``error`` instead.  A cache hit yields ``analysis`` then ``done``.
-All events are msgspec Structs tagged by ``event`` and encode to JSON directly.
+All events are msgspec Structs tagged by ``event`` and encode to JSON directly;
+``event.event`` (or :func:`event_name`) reads that tag, the same name the JSON carries.
 """
 
 from __future__ import annotations
@@ -27,12 +28,20 @@ __all__ = [
     "RetrievedEvent",
     "SourceRef",
     "StageEvent",
+    "event_name",
 ]
 
 
 class _Event(msgspec.Struct, tag_field="event", kw_only=True):
     request_id: str
     duration_ms: float = 0.0
+
+    @property
+    def event(self) -> str:
+        """The event's name: its ``event`` tag (``"analysis"``, ..., ``"done"``, ``"error"``)."""
+        # The tag is class-level configuration, not a field: encoding writes it
+        # under "event", and this property reads the same name in Python.
+        return str(type(self).__struct_config__.tag)
 
 
 class AnalysisEvent(_Event, tag="analysis"):
@@ -115,3 +124,8 @@ StageEvent = (
     | ErrorEvent
 )
 """Any event ``stream()`` yields."""
+
+
+def event_name(event: StageEvent) -> str:
+    """The name of ``event`` (its ``event`` tag): ``"analysis"``, ..., ``"done"``, ``"error"``."""
+    return event.event

@@ -17,17 +17,12 @@ import msgspec
 from zerda_async.core.models import ContextResult
 from zerda_async.engine._engine import AsyncContextEngine
 from zerda_async.errors import StageFailedError, ZerdaError
-from zerda_async.events import DoneEvent, ErrorEvent, StageEvent
+from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
 
 __all__ = ["STAGE_EVENTS", "TimedResult", "event_name", "run_timed"]
 
 STAGE_EVENTS = ("analysis", "retrieved", "filtered", "ranked", "composed", "guarded")
 """The stage event names, in pipeline order (``done`` or ``error`` follows)."""
-
-
-def event_name(event: StageEvent) -> str:
-    """The ``event`` tag of a stage event (``"analysis"``, ..., ``"done"``, ``"error"``)."""
-    return str(type(event).__struct_config__.tag)
 
 
 class TimedResult(msgspec.Struct):

@@ -182,6 +182,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="concurrent requests before 503 (default 256)",
     )
+    p.add_argument(
+        "--api-key-file",
+        metavar="F",
+        help="require 'Authorization: Bearer <key>' on every endpoint but /healthz; "
+        "the key is the first line of F",
+    )
+    p.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages from ORIGIN call the service (repeatable; none by default)",
+    )
 
     commands.add_parser("demo", help="index the bundled bilingual corpus and run example queries")
     return parser
@@ -358,6 +371,19 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_api_key(path: str) -> str:
+    """The API key in ``path``: its first line, stripped; an unusable file is a usage error."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            key = f.readline().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--api-key-file {path}: {exc}") from None
+    if len(key) < 16:
+        # A short key is guessable; refusing it is kinder than serving "protected" data.
+        raise UsageError(f"--api-key-file {path}: the key must be at least 16 characters")
+    return key
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         from zerda_async.apps.server import ServiceSettings, serve_index
@@ -371,11 +397,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         async with open_index(args.index_dir):
             pass
 
+    api_key = _read_api_key(args.api_key_file) if args.api_key_file else None
     anyio.run(check_index)
     settings = ServiceSettings(
         max_body_bytes=args.max_body_bytes,
         request_timeout=args.request_timeout,
         max_pending=args.max_pending,
+        cors_origins=list(args.cors_origin),
+        api_key=api_key,
     )
     serve_index(args.index_dir, host=args.host, port=args.port, settings=settings)
     return 0

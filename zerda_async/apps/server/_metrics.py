@@ -19,6 +19,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
+from zerda_async.apps.server._common import route_path
+
 __all__ = ["DEFAULT_BUCKETS", "Metrics", "MetricsMiddleware"]
 
 Scope = MutableMapping[str, Any]
@@ -124,7 +126,7 @@ class MetricsMiddleware:
             await self.app(scope, receive, send)
             return
         metrics = self.metrics
-        path = metrics.path_label(scope.get("path", ""))
+        path = metrics.path_label(route_path(scope))
         status = 500
         started = time.perf_counter()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import signal
 import threading
 from contextlib import AbstractAsyncContextManager
@@ -13,6 +14,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from zerda_async.apps._saved_index import open_index, read_manifest
+from zerda_async.apps.server._access import ACCESS_LOGGER
 from zerda_async.apps.server._app import ServiceSettings, create_app
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.engine._engine import AsyncContextEngine
@@ -53,7 +55,17 @@ def serve_index(
     here that second delivery is absorbed, so a stopped server is a normal exit.
     """
     app = index_app(directory, settings)
-    config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_level=log_level)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        lifespan="on",
+        log_level=log_level,
+        # uvicorn's access log prints the query string (the page's ?q=<question>):
+        # it is off, and the service's own access log prints route paths only.
+        access_log=False,
+        log_config=_log_config(),
+    )
     server = uvicorn.Server(config)
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _absorb) if main_thread else None
@@ -64,6 +76,13 @@ def serve_index(
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _log_config() -> dict[str, Any]:
+    """uvicorn's logging configuration plus the service's access log on its access handler."""
+    config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["loggers"][ACCESS_LOGGER] = {"handlers": ["access"], "level": "INFO", "propagate": False}
+    return config
 
 
 def _absorb(signum: int, frame: FrameType | None) -> None:

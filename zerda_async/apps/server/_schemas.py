@@ -91,13 +91,15 @@ class ErrorBody(msgspec.Struct, kw_only=True):
     field: str | None = None
 
 
-class Health(msgspec.Struct, kw_only=True):
+class Health(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Body of ``GET /healthz``."""
 
     status: str
     in_flight: int
     templates_loaded: list[str]
     index: dict[str, Any]
+    error: str | None = None
+    """Why the engine cannot serve (``status`` is then ``"unavailable"``, HTTP 503)."""
 
 
 # -- decoding -------------------------------------------------------------------------

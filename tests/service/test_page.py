@@ -1,0 +1,147 @@
+"""The page at ``/`` in a real headless chromium, driven over the DevTools protocol."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import anyio
+import httpx
+import pytest
+
+from zerda_async.apps.server import create_app
+
+from .browser import CHROMIUM_FLAGS, chromium_or_skip, chromium_page
+from .support import live_server, memory_opener
+
+pytestmark = pytest.mark.anyio
+
+STAGES = ["analysis", "retrieved", "filtered", "ranked", "composed", "guarded", "done"]
+OUT = Path(__file__).resolve().parents[2] / "bench" / "out"
+
+QUESTIONS = [
+    pytest.param("Where does the Nile flow?", "english", "ltr", id="english"),
+    pytest.param("كيف تحضر القهوة العربية؟", "arabic", "rtl", id="arabic"),
+]
+
+
+async def _expected(query: str, template: str) -> dict[str, Any]:
+    """The result of ``query`` from a fresh service (a cache miss, like the page's)."""
+    app = create_app(memory_opener())
+    async with live_server(app) as url, httpx.AsyncClient(base_url=url) as client:
+        response = await client.post("/v1/context", json={"query": query, "template": template})
+    assert response.status_code == 200
+    result: dict[str, Any] = response.json()
+    return result
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("query", "template", "direction"), QUESTIONS)
+async def test_a_typed_question_streams_its_stages_and_shows_the_context(
+    query: str, template: str, direction: str
+) -> None:
+    app = create_app(memory_opener())
+    async with live_server(app) as url, chromium_page() as page:
+        await page.goto(url + "/")
+        # Record each timeline entry as it is added, so the order of arrival is checked.
+        await page.evaluate(
+            "window.arrived = [];"
+            "new MutationObserver(ms => ms.forEach(m => m.addedNodes.forEach("
+            "n => arrived.push(n.dataset.event)))).observe("
+            "document.getElementById('timeline'), {childList: true}); true"
+        )
+        await page.type_text("#q", query)
+        await page.evaluate(f"document.getElementById('template').value = {json.dumps(template)}")
+        await page.evaluate("document.getElementById('run').click()")
+        state = await page.wait_for(
+            "['done', 'error'].includes(document.body.dataset.state) && document.body.dataset.state"
+        )
+        assert state == "done", await page.evaluate("document.getElementById('status').textContent")
+        arrived = await page.evaluate("window.arrived")
+        shown = await page.evaluate("document.getElementById('context').textContent")
+        section_dir = await page.evaluate(
+            "getComputedStyle(document.getElementById('context')).direction"
+        )
+        sources = await page.evaluate(
+            "[...document.querySelectorAll('#citations li')].map(li => li.dataset.docId)"
+        )
+        address = await page.evaluate("location.search")
+        await page.screenshot(OUT / f"page-{template}.png")
+    expected = await _expected(query, template)
+    assert arrived == STAGES
+    assert shown == expected["context"]
+    assert section_dir == direction
+    cited = [c["doc_id"] for c in expected.get("citations", [])]
+    assert sources == (cited or [c["doc_id"] for c in expected["chunks_used"]])
+    assert address == f"?q={quote(query, safe='').replace('%20', '+')}&template={template}"
+
+
+async def test_citations_are_highlighted_at_their_code_point_offsets() -> None:
+    # Offsets count code points: the emoji before the spans is one point but two
+    # UTF-16 units, so a page slicing JavaScript strings would be off by one.
+    context = "📚 Sources:\n[1] The Nile flows north.\n[2] القهوة العربية تقدم بالهيل.\n"
+    spans = [("The Nile flows north.", False), ("القهوة العربية تقدم", True)]
+    citations = []
+    for i, (text, truncated) in enumerate(spans):
+        start = context.index(text)
+        citations.append(
+            {
+                "doc_id": f"d{i}",
+                "source": f"s{i}",
+                "label": f"[{i + 1}]",
+                "start": start,
+                "end": start + len(text),
+                "truncated": truncated,
+            }
+        )
+    result = {
+        "context": context,
+        "context_length": len(context),
+        "citations": citations,
+        "template": "structured",
+        "query_analysis": {"language": "en"},
+    }
+    app = create_app(memory_opener())
+    async with live_server(app) as url, chromium_page() as page:
+        await page.goto(url + "/")
+        await page.evaluate(f"zerdaPage.showResult({json.dumps(result)}); true")
+        marks = await page.evaluate(
+            "[...document.querySelectorAll('#context mark')].map(m => [m.textContent, m.className])"
+        )
+        whole = await page.evaluate("document.getElementById('context').textContent")
+    assert marks == [[spans[0][0], "cite"], [spans[1][0], "cite truncated"]]
+    assert whole == context
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("query", "template", "direction"), QUESTIONS)
+async def test_a_shared_link_holds_the_context_in_the_dumped_dom(
+    query: str, template: str, direction: str
+) -> None:
+    exe = chromium_or_skip()
+    app = create_app(memory_opener())
+    expected = await _expected(query, template)
+    async with live_server(app) as url:
+        link = f"{url}/?q={quote(query)}&template={template}"
+        with tempfile.TemporaryDirectory(prefix="zerda-chromium-") as profile:
+            done = await anyio.run_process(
+                [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", link],
+                check=False,
+            )
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-500:]
+    dom = done.stdout.decode("utf-8")
+    pre = re.search(r'<pre id="context"[^>]*>(.*?)</pre>', dom, re.S)
+    assert pre is not None
+    shown = html.unescape(re.sub(r"<[^>]+>", "", pre.group(1)))
+    assert shown == expected["context"]
+    assert 'data-state="done"' in dom
+    assert f'<section class="result" id="result" dir="{direction}"' in dom
+    marks = re.findall(r'<mark class="cite[^"]*"', pre.group(1))
+    assert len(marks) == len(expected.get("citations", []))
+    for chunk in expected.get("citations", []) or expected["chunks_used"]:
+        assert f'data-doc-id="{chunk["doc_id"]}"' in dom

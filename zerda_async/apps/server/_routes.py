@@ -1,0 +1,245 @@
+"""The endpoints of the service and the state they share (see :mod:`._app`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing, asynccontextmanager
+from typing import Any, cast
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import Response
+
+from zerda_async.apps._runs import run_timed
+from zerda_async.apps.server._common import ServiceSettings, json_response, read_body
+from zerda_async.apps.server._metrics import Metrics
+from zerda_async.apps.server._pool import EnginePool
+from zerda_async.apps.server._schemas import (
+    ContextRequest,
+    ContextResponse,
+    Health,
+    MultiRequest,
+    MultiResponse,
+    decode_request,
+    result_out,
+)
+from zerda_async.apps.server._sse import EventStreamResponse, encode_event, sse_record
+from zerda_async.errors import EngineClosedError, HTTPProblem
+from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
+
+__all__ = ["Service"]
+
+
+class Service:
+    """The endpoints and the state they share."""
+
+    def __init__(
+        self,
+        pool: EnginePool,
+        settings: ServiceSettings,
+        metrics: Metrics,
+        index_info: Mapping[str, Any],
+    ) -> None:
+        self.pool = pool
+        self.settings = settings
+        self.metrics = metrics
+        self.index_info = dict(index_info)
+        self.active = 0
+
+    # -- admission ----------------------------------------------------------------
+
+    def admit(self) -> None:
+        if self.active >= self.settings.max_pending:
+            raise HTTPProblem(
+                503,
+                f"the engine is full ({self.active} requests in progress); retry later",
+                headers={"Retry-After": str(self.settings.retry_after)},
+            )
+        self.active += 1
+
+    def release(self) -> None:
+        self.active -= 1
+
+    @asynccontextmanager
+    async def admitted(self) -> AsyncIterator[None]:
+        self.admit()
+        try:
+            yield
+        finally:
+            self.release()
+
+    def _deadline_problem(self) -> HTTPProblem:
+        return HTTPProblem(504, f"request took longer than {self.settings.request_timeout:g} s")
+
+    # -- endpoints ----------------------------------------------------------------
+
+    async def run_context(self, req: ContextRequest) -> ContextResponse:
+        """Run one request under admission and the deadline (``/v1/context`` and the page)."""
+        template = req.template or self.settings.default_template
+        async with self.admitted():
+            try:
+                with anyio.fail_after(self.settings.request_timeout):
+                    engine = await self.pool.get(template)
+                    timed = await run_timed(
+                        engine,
+                        req.query,
+                        metadata_filters=req.metadata_filters,
+                        max_chunks=req.max_chunks,
+                        budget=req.budget,
+                        session_id=req.session_id,
+                    )
+            except TimeoutError:
+                raise self._deadline_problem() from None
+        return result_out(
+            timed.result,
+            template=template,
+            request_id=timed.request_id,
+            timings_ms=timed.timings_ms,
+        )
+
+    async def context(self, request: Request) -> Response:
+        body = await read_body(request, self.settings.max_body_bytes)
+        return json_response(await self.run_context(decode_request(body, ContextRequest)))
+
+    async def multi(self, request: Request) -> Response:
+        body = await read_body(request, self.settings.max_body_bytes)
+        req = decode_request(body, MultiRequest)
+        template = req.template or self.settings.default_template
+        started = time.perf_counter()
+        async with self.admitted():
+            try:
+                with anyio.fail_after(self.settings.request_timeout):
+                    engine = await self.pool.get(template)
+                    context = await engine.run_multi(
+                        req.queries,
+                        req.global_budget,
+                        req.use_weighted,
+                        metadata_filters=req.metadata_filters,
+                        max_chunks=req.max_chunks,
+                        session_id=req.session_id,
+                    )
+            except TimeoutError:
+                raise self._deadline_problem() from None
+        return json_response(
+            MultiResponse(
+                context=context,
+                context_length=len(context),
+                queries=list(req.queries),
+                template=template,
+                elapsed_ms=(time.perf_counter() - started) * 1000,
+            )
+        )
+
+    async def stream(self, request: Request) -> Response | EventStreamResponse:
+        body = await read_body(request, self.settings.max_body_bytes)
+        req = decode_request(body, ContextRequest)
+        template = req.template or self.settings.default_template
+        timeout = self.settings.request_timeout
+        self.admit()
+        try:
+            deadline = anyio.current_time() + timeout
+            try:
+                with anyio.fail_after(timeout):
+                    engine = await self.pool.get(template)
+                events = cast(
+                    AsyncGenerator[StageEvent, None],
+                    engine.stream(
+                        req.query,
+                        req.metadata_filters,
+                        req.max_chunks,
+                        req.budget,
+                        session_id=req.session_id,
+                        timeout=max(0.0, deadline - anyio.current_time()),
+                    ),
+                )
+                try:
+                    first = await events.__anext__()
+                except StopAsyncIteration:
+                    raise EngineClosedError("the engine stopped before the request ran") from None
+                except BaseException:
+                    await events.aclose()
+                    raise
+            except TimeoutError:
+                raise self._deadline_problem() from None
+        except BaseException:
+            self.release()
+            raise
+        records = self._records(first, events, template, deadline)
+        return EventStreamResponse(records, self.release)
+
+    async def _records(
+        self,
+        first: StageEvent,
+        events: AsyncGenerator[StageEvent, None],
+        template: str,
+        deadline: float,
+    ) -> AsyncIterator[bytes]:
+        timings: dict[str, float] = {}
+
+        def record(event: StageEvent) -> bytes:
+            name = event_name(event)
+            if isinstance(event, DoneEvent):
+                done = {
+                    "event": "done",
+                    "request_id": event.request_id,
+                    "duration_ms": event.duration_ms,
+                    "result": result_out(
+                        event.result,
+                        template=template,
+                        request_id=event.request_id,
+                        timings_ms=timings,
+                    ),
+                }
+                return sse_record(name, encode_event(done))
+            if isinstance(event, ErrorEvent):
+                self.metrics.error("/v1/context/stream", "stream")
+            else:
+                timings[name] = event.duration_ms
+            return sse_record(name, encode_event(event))
+
+        def failure(status: int, error_type: str, message: str) -> bytes:
+            self.metrics.error("/v1/context/stream", "stream")
+            data = {"event": "error", "stage": "", "error_type": error_type}
+            return sse_record("error", encode_event({**data, "message": message, "status": status}))
+
+        try:
+            async with aclosing(events):
+                yield record(first)
+                while True:
+                    with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                        try:
+                            event = await events.__anext__()
+                        except StopAsyncIteration:
+                            break
+                    yield record(event)
+        except TimeoutError:
+            yield failure(504, "TimeoutError", self._deadline_problem().message)
+        except Exception as exc:
+            yield failure(500, type(exc).__name__, "internal error")
+
+    async def healthz(self, request: Request) -> Response:
+        # "ok" only once the default template's engine runs: a mounted service
+        # (whose lifespan never ran) starts it here, and one that cannot start
+        # says so with 503 instead of reporting health it does not have.
+        status, code = "ok", 200
+        try:
+            with anyio.fail_after(self.settings.request_timeout):
+                await self.pool.get(self.settings.default_template)
+        except (EngineClosedError, TimeoutError):
+            status, code = "unavailable", 503
+        return json_response(
+            Health(
+                status=status,
+                in_flight=self.active,
+                templates_loaded=self.pool.loaded,
+                index=self.index_info,
+                error=None if code == 200 else (self.pool.last_error or self.pool.state),
+            ),
+            code,
+        )
+
+    async def metrics_text(self, request: Request) -> Response:
+        return Response(
+            self.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
+        )
