@@ -46,8 +46,11 @@ def test_folders_read_rst_and_html_and_named_files_any_extension(tmp_path: Path)
     report = read_paths([docs])
     assert {Path(f).name for f in report.files} == {"guide.rst", "page.html"}
     assert report.ignored == 2
-    html_chunk = next(c for c in report.chunks if c.metadata["path"] == "docs/page.html")
-    assert "cardamom" in html_chunk.text and "<b>" not in html_chunk.text
+    html_chunks = [c.text for c in report.chunks if c.metadata["path"] == "docs/page.html"]
+    # Each heading starts a chunk, as in Markdown.
+    assert html_chunks[1].startswith("# Arabic coffee") and "cardamom" in html_chunks[1]
+    assert html_chunks[2].startswith("## Dates")
+    assert not any("<" in text for text in html_chunks)
     named = read_paths([docs / "LICENSE", docs / "blob.bin"])
     assert [c.text for c in named.chunks] == [
         "Permission is granted to use this software freely."
