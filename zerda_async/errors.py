@@ -10,6 +10,8 @@
      ├── StageFailedError (RuntimeError)    a pipeline stage failed (apps: stage and type)
      ├── RequestBodyError (ValueError)      an HTTP request body does not decode (names the field)
      ├── UsageError (ValueError)            a bad command-line argument found after parsing
+     ├── SyncCallError (RuntimeError)       a sync adapter call that would block or cannot run
+     ├── TokenizerUnavailableError (LookupError)  a tokenizer's files are not on this machine
      └── HTTPProblem                        an error response the service sends as it is
     MissingSourceQualityMap (AttributeError)  documented: a retriever ran before ``index()``
 
@@ -40,6 +42,8 @@ __all__ = [
     "MissingSourceQualityMap",
     "RequestBodyError",
     "StageFailedError",
+    "SyncCallError",
+    "TokenizerUnavailableError",
     "UsageError",
     "ZerdaError",
     "annotate_stage_error",
@@ -104,6 +108,18 @@ class RequestBodyError(ZerdaError, ValueError):
 
 class UsageError(ZerdaError, ValueError):
     """A bad command-line argument found after parsing (exit status 2)."""
+
+
+class SyncCallError(ZerdaError, RuntimeError):
+    """A framework adapter's sync call cannot run here (it would block an event loop).
+
+    Raised by :mod:`zerda_async.integrations` for a sync call on an
+    ``AsyncContextEngine`` without a portal, or from inside a running loop.
+    """
+
+
+class TokenizerUnavailableError(ZerdaError, LookupError):
+    """A token counter's tokenizer files are not available locally; names what is missing."""
 
 
 class HTTPProblem(ZerdaError):
@@ -177,6 +193,8 @@ REPORTS: dict[type[BaseException], ErrorReport] = {
     EmbeddingError: ErrorReport(500, 1),
     IndexStateError: ErrorReport(409, 1),
     IndexFormatError: ErrorReport(500, 1),
+    SyncCallError: ErrorReport(500, 1),
+    TokenizerUnavailableError: ErrorReport(500, 1),
 }
 """Exception class -> report; subclasses inherit their nearest listed base's entry."""
 
