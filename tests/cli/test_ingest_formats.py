@@ -52,9 +52,7 @@ def test_folders_read_rst_and_html_and_named_files_any_extension(tmp_path: Path)
     assert html_chunks[2].startswith("## Dates")
     assert not any("<" in text for text in html_chunks)
     named = read_paths([docs / "LICENSE", docs / "blob.bin"])
-    assert [c.text for c in named.chunks] == [
-        "Permission is granted to use this software freely."
-    ]
+    assert [c.text for c in named.chunks] == ["Permission is granted to use this software freely."]
     assert [(Path(s.path).name, s.reason) for s in named.skipped] == [
         ("blob.bin", "binary file (holds NUL bytes)")
     ]

@@ -1,4 +1,4 @@
-"""Token counters: the documented make_token_counter, and real tokenizers loaded from local files."""
+"""Token counters: the documented make_token_counter, and real tokenizers from local files."""
 
 from __future__ import annotations
 
@@ -66,7 +66,10 @@ def test_hf_counter_counts_the_tokenizers_tokens(tokenizer_json: Path) -> None:
 
 def test_a_token_budget_bounds_the_context_in_tokens(tokenizer_json: Path) -> None:
     count = hf_token_counter(tokenizer_json)
-    chunks = [type("C", (), {"doc_id": f"d{i}", "text": t, "metadata": {}})() for i, t in enumerate(TEXTS * 3)]
+    chunks = [
+        type("C", (), {"doc_id": f"d{i}", "text": t, "metadata": {}})()
+        for i, t in enumerate(TEXTS * 3)
+    ]
     config = ContextEngineConfig()
     config.composer.template = "minimal"
     engine = ContextEngine(config, length_counter=count).index(chunks)
@@ -76,11 +79,11 @@ def test_a_token_budget_bounds_the_context_in_tokens(tokenizer_json: Path) -> No
 
 
 def test_hf_counter_names_a_missing_or_bad_file(tmp_path: Path) -> None:
-    with pytest.raises(TokenizerUnavailableError, match="no tokenizer.json"):
+    with pytest.raises(TokenizerUnavailableError, match=r"no tokenizer\.json"):
         hf_token_counter(tmp_path / "tokenizer.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
-    with pytest.raises(ValueError, match="not a tokenizers tokenizer.json"):
+    with pytest.raises(ValueError, match=r"not a tokenizers tokenizer\.json"):
         hf_token_counter(bad)
 
 

@@ -1,4 +1,4 @@
-"""LangChain, LlamaIndex and Haystack adapters on both engines, sync and async, loop never blocked."""
+"""LangChain, LlamaIndex and Haystack adapters on both engines, sync and async, never blocking."""
 
 from __future__ import annotations
 

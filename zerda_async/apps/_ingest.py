@@ -236,7 +236,9 @@ def _read_file(path: Path, label: str, max_chars: int, report: IngestReport) -> 
     if path.suffix.lower() in HTML_SUFFIXES:
         text = html_to_text(text)
     if not text.strip():
-        report.skipped.append(Skipped(str(path), "empty file" if not raw.strip() else "no text in the HTML"))
+        report.skipped.append(
+            Skipped(str(path), "empty file" if not raw.strip() else "no text in the HTML")
+        )
         return
     report.files.append(str(path))
     if path.suffix.lower() != ".jsonl":

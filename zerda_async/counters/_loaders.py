@@ -40,7 +40,9 @@ class _NoSpecials:
         return self._tokenizer.encode(text, add_special_tokens=False).ids
 
 
-def hf_token_counter(path: str | os.PathLike[str], *, special_tokens: bool = False) -> LengthCounter:
+def hf_token_counter(
+    path: str | os.PathLike[str], *, special_tokens: bool = False
+) -> LengthCounter:
     """A counter of the tokens of the ``tokenizer.json`` at ``path`` (``tokenizers`` library).
 
     Special tokens added by the tokenizer's post-processor are not counted
