@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench,server,stemming]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench,server,stemming,integrations]'
 	touch $(STAMP)
 
 test: setup

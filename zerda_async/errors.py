@@ -12,6 +12,8 @@
      ├── MediaTypeError (ValueError)        an HTTP request body is not declared as JSON
      ├── AuthenticationError                an HTTP request lacks the service's API key
      ├── UsageError (ValueError)            a bad command-line argument found after parsing
+     ├── SyncCallError (RuntimeError)       a sync adapter call that would block or cannot run
+     ├── TokenizerUnavailableError (LookupError)  a tokenizer's files are not on this machine
      └── HTTPProblem                        an error response the service sends as it is
     MissingSourceQualityMap (AttributeError)  documented: a retriever ran before ``index()``
 
@@ -44,6 +46,8 @@ __all__ = [
     "MissingSourceQualityMap",
     "RequestBodyError",
     "StageFailedError",
+    "SyncCallError",
+    "TokenizerUnavailableError",
     "UsageError",
     "ZerdaError",
     "annotate_stage_error",
@@ -121,6 +125,18 @@ class UsageError(ZerdaError, ValueError):
     """A bad command-line argument found after parsing (exit status 2)."""
 
 
+class SyncCallError(ZerdaError, RuntimeError):
+    """A framework adapter's sync call cannot run here (it would block an event loop).
+
+    Raised by :mod:`zerda_async.integrations` for a sync call on an
+    ``AsyncContextEngine`` without a portal, or from inside a running loop.
+    """
+
+
+class TokenizerUnavailableError(ZerdaError, LookupError):
+    """A token counter's tokenizer files are not available locally; names what is missing."""
+
+
 class HTTPProblem(ZerdaError):
     """An error response: status, message and optionally the field and extra headers."""
 
@@ -194,6 +210,8 @@ REPORTS: dict[type[BaseException], ErrorReport] = {
     EmbeddingError: ErrorReport(500, 1),
     IndexStateError: ErrorReport(409, 1),
     IndexFormatError: ErrorReport(500, 1),
+    SyncCallError: ErrorReport(500, 1),
+    TokenizerUnavailableError: ErrorReport(500, 1),
 }
 """Exception class -> report; subclasses inherit their nearest listed base's entry."""
 

@@ -80,15 +80,16 @@ def test_read_paths_reports_every_unusable_file(tmp_path: Path) -> None:
     assert by_id["docs/guides/coffee.md#1"].text.startswith("# Espresso")
 
 
-def test_read_paths_reads_a_file_once_and_reports_unsupported_files(tmp_path: Path) -> None:
+def test_read_paths_reads_a_file_once_and_named_files_whatever_their_type(
+    tmp_path: Path,
+) -> None:
     note = tmp_path / "note.md"
     note.write_text("A short note about the Nile river.", encoding="utf-8")
     other = tmp_path / "data.csv"
     other.write_text("a,b", encoding="utf-8")
     report = read_paths([note, note, other])
-    assert [c.doc_id for c in report.chunks] == ["note.md#0"]
-    assert [s.path for s in report.skipped] == [str(other)]
-    assert "unsupported file type" in report.skipped[0].reason
+    assert [c.doc_id for c in report.chunks] == ["note.md#0", "data.csv#0"]
+    assert report.skipped == []
     with pytest.raises(FileNotFoundError, match="no such file"):
         read_paths([tmp_path / "missing.txt"])
 

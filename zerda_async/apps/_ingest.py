@@ -1,11 +1,19 @@
-"""Read ``.txt``, ``.md`` and ``.jsonl`` files (or folders of them) into chunks.
+"""Read text files (or folders of them) into chunks.
+
+A file named explicitly is read whatever its extension, as long as it is
+UTF-8 text (``LICENSE``, ``GPL-3``, ``notes.text``...).  Folders are walked for
+the extensions in :data:`SUFFIXES` (plain text, Markdown, reStructuredText,
+HTML and JSON Lines); other files in them are counted in
+:attr:`IngestReport.ignored`, unless ``all_files=True``.  HTML is reduced to its
+text with the standard library's HTML parser (:mod:`._html`).
 
 This is the reading half of ``zerda index``; it does no embedding and no
 indexing.  Every file that cannot be used is *reported* — by path, with the
 reason — in :attr:`IngestReport.skipped`, never dropped silently:
 
 * unreadable files (permissions, vanished, a directory named like a file);
-* files that are not valid UTF-8 (a UTF-8 byte-order mark is accepted);
+* files that are not valid UTF-8 (a UTF-8 byte-order mark is accepted), or
+  that hold NUL bytes (binary files that happen to decode);
 * empty files, and ``.jsonl`` lines that are not a JSON object with a text.
 
 Text and Markdown files are split into chunks of at most ``max_chars``
@@ -34,8 +42,12 @@ from typing import Any
 
 import msgspec
 
+from zerda_async.apps._html import html_to_text
+
 __all__ = [
+    "HTML_SUFFIXES",
     "SUFFIXES",
+    "TEXT_SUFFIXES",
     "Chunk",
     "IngestReport",
     "Skipped",
@@ -44,8 +56,12 @@ __all__ = [
     "split_text",
 ]
 
-SUFFIXES = frozenset({".txt", ".md", ".jsonl"})
-"""File types read by :func:`read_paths` (lower-case suffixes)."""
+TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown", ".rst"})
+"""Plain-text types found in folders: split at paragraphs, headings and sentences."""
+HTML_SUFFIXES = frozenset({".html", ".htm"})
+"""HTML types found in folders: their text is extracted first."""
+SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".jsonl"}
+"""File types :func:`read_paths` reads inside folders (lower-case suffixes)."""
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?؟。])\s+")
@@ -77,6 +93,8 @@ class IngestReport(msgspec.Struct):
     skipped: list[Skipped] = msgspec.field(default_factory=list)
     ignored: int = 0
     """Files inside the folders given whose type is not one of :data:`SUFFIXES`."""
+    short: int = 0
+    """Chunks shorter than the ``min_chars`` given (the filter drops them at query time)."""
 
 
 def detect_language(text: str) -> str:
@@ -156,7 +174,10 @@ def _walk(root: Path) -> Iterator[Path]:
 
 def _read_text(path: Path) -> str:
     data = path.read_bytes()
-    return data.decode("utf-8-sig")
+    text = data.decode("utf-8-sig")
+    if "\x00" in text:
+        raise ValueError("binary file (holds NUL bytes)")
+    return text
 
 
 def _describe(exc: BaseException) -> str:
@@ -208,11 +229,16 @@ def _jsonl_record(record: Any, label: str, line_no: int, max_chars: int) -> list
 def _read_file(path: Path, label: str, max_chars: int, report: IngestReport) -> None:
     try:
         text = _read_text(path)
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         report.skipped.append(Skipped(str(path), _describe(exc)))
         return
+    raw = text
+    if path.suffix.lower() in HTML_SUFFIXES:
+        text = html_to_text(text)
     if not text.strip():
-        report.skipped.append(Skipped(str(path), "empty file"))
+        report.skipped.append(
+            Skipped(str(path), "empty file" if not raw.strip() else "no text in the HTML")
+        )
         return
     report.files.append(str(path))
     if path.suffix.lower() != ".jsonl":
@@ -227,11 +253,21 @@ def _read_file(path: Path, label: str, max_chars: int, report: IngestReport) -> 
             report.skipped.append(Skipped(f"{path}:{line_no}", str(exc)))
 
 
-def read_paths(paths: Iterable[str | os.PathLike[str]], max_chars: int = 800) -> IngestReport:
-    """Read every supported file named in ``paths`` (files or folders, recursively).
+def read_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    max_chars: int = 800,
+    *,
+    all_files: bool = False,
+    min_chars: int = 0,
+) -> IngestReport:
+    """Read every file named in ``paths`` and the supported files of every folder (recursively).
 
-    Raises :class:`FileNotFoundError` when a path does not exist; a file named
-    explicitly whose type is not supported is reported in ``skipped``.
+    A file named explicitly is read whatever its extension (``.jsonl`` as
+    JSON Lines, ``.html``/``.htm`` as HTML, anything else as plain text);
+    inside folders only :data:`SUFFIXES` are read, or every file with
+    ``all_files=True``.  Raises :class:`FileNotFoundError` when a path does
+    not exist.  Chunks shorter than ``min_chars`` are kept and counted in
+    :attr:`IngestReport.short`.
     """
     if max_chars < 1:
         raise ValueError(f"max_chars must be positive, got {max_chars}")
@@ -251,16 +287,11 @@ def read_paths(paths: Iterable[str | os.PathLike[str]], max_chars: int = 800) ->
         if root.is_dir():
             prefix = root.resolve().name
             for path in _walk(root):
-                if path.suffix.lower() in SUFFIXES:
+                if all_files or path.suffix.lower() in SUFFIXES:
                     read_once(path, f"{prefix}/{path.relative_to(root).as_posix()}")
                 else:
                     report.ignored += 1
-        elif root.suffix.lower() in SUFFIXES:
-            read_once(root, root.name)
         else:
-            report.skipped.append(
-                Skipped(
-                    str(root), f"unsupported file type (expected {', '.join(sorted(SUFFIXES))})"
-                )
-            )
+            read_once(root, root.name)
+    report.short = sum(1 for chunk in report.chunks if len(chunk.text) < min_chars)
     return report

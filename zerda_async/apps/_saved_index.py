@@ -6,6 +6,12 @@ recording which embedder built the vectors (so queries are embedded the same
 way) and which files went in.  The command
 line and the service only ever touch saved indexes through :func:`save_index`
 and :func:`open_index`.
+
+An index saved from Python (``await engine.save(dir)``) has no
+``zerda-cli.json``: it opens all the same, with the configuration saved with it
+and *no* embedder (nothing records which one built its vectors), so vector
+search is off and keyword and metadata search answer.  :func:`describe_embedder`
+says which case applies, for the applications to print.
 """
 
 from __future__ import annotations
@@ -19,25 +25,30 @@ from typing import Any
 import anyio.to_thread
 import msgspec
 
-from zerda_async.core.config import ContextEngineConfig
+from zerda_async.core.config import ContextEngineConfig, config_from_json
 from zerda_async.embedders._hashing import HashingEmbedder
 from zerda_async.engine._engine import AsyncContextEngine
 from zerda_async.errors import IndexDirectoryError
+from zerda_async.indexing import CURRENT_FILE, MANIFEST_FILE, Manifest
 
 __all__ = [
     "MANIFEST_NAME",
     "IndexManifest",
     "build_index",
+    "describe_embedder",
     "make_embedder",
     "open_index",
     "read_manifest",
     "save_index",
+    "saved_config",
 ]
 
 MANIFEST_NAME = "zerda-cli.json"
 """File name of the manifest inside an index directory."""
 
 _FORMAT = 1
+NO_EMBEDDER = "none"
+"""``IndexManifest.embedder`` of an index saved from Python: no embedder recorded."""
 
 
 class IndexManifest(msgspec.Struct, kw_only=True):
@@ -52,16 +63,18 @@ class IndexManifest(msgspec.Struct, kw_only=True):
 
 
 def read_manifest(directory: str | Path) -> IndexManifest:
-    """The manifest of ``directory``; raises :class:`IndexDirectoryError` when missing or bad."""
+    """The manifest of ``directory``; raises :class:`IndexDirectoryError` when missing or bad.
+
+    For an index saved from Python (no ``zerda-cli.json``) the manifest is
+    made from the index's own one: its chunk count and no embedder.
+    """
     path = Path(directory)
     if not path.is_dir():
         raise IndexDirectoryError(f"{path} is not a directory (build an index with 'zerda index')")
     try:
         manifest = msgspec.json.decode((path / MANIFEST_NAME).read_bytes(), type=IndexManifest)
     except FileNotFoundError:
-        raise IndexDirectoryError(
-            f"{path} is not a zerda index (no {MANIFEST_NAME}; build one with 'zerda index')"
-        ) from None
+        return _python_saved_manifest(path)
     except (OSError, msgspec.DecodeError) as exc:
         raise IndexDirectoryError(f"{path / MANIFEST_NAME} is unreadable: {exc}") from None
     if manifest.format != _FORMAT or manifest.embedder != "hashing":
@@ -72,12 +85,58 @@ def read_manifest(directory: str | Path) -> IndexManifest:
     return manifest
 
 
-def make_embedder(manifest: IndexManifest) -> HashingEmbedder:
-    """The embedder that built the index described by ``manifest``."""
+def _python_saved_manifest(path: Path) -> IndexManifest:
+    """The manifest of an index written by ``engine.save()`` alone (checked fully at load)."""
+    pointer = path / CURRENT_FILE
+    if not pointer.is_file():
+        raise IndexDirectoryError(
+            f"{path} is not a zerda index (no {MANIFEST_NAME} and no {CURRENT_FILE}; "
+            "build one with 'zerda index' or AsyncContextEngine.save())"
+        )
+    try:
+        generation = path / pointer.read_text(encoding="utf-8").strip()
+        saved = msgspec.json.decode((generation / MANIFEST_FILE).read_bytes(), type=Manifest)
+    except (OSError, UnicodeDecodeError, msgspec.DecodeError) as exc:
+        raise IndexDirectoryError(f"{path} holds an unreadable saved index: {exc}") from None
+    return IndexManifest(embedder=NO_EMBEDDER, chunks=saved.chunks, created=saved.created)
+
+
+def describe_embedder(manifest: IndexManifest) -> str:
+    """One line saying how queries on this index are embedded (for the applications to print)."""
+    if manifest.embedder == NO_EMBEDDER:
+        return (
+            "saved from Python: no embedder recorded, so vector search is off "
+            "(keyword and metadata search only); configuration as saved"
+        )
+    dim = manifest.embedder_params.get("dim", "?")
+    return f"embedder: {manifest.embedder} ({dim} dimensions, recorded by 'zerda index')"
+
+
+def make_embedder(manifest: IndexManifest) -> HashingEmbedder | None:
+    """The embedder that built the index described by ``manifest`` (``None``: none recorded)."""
+    if manifest.embedder == NO_EMBEDDER:
+        return None
     try:
         return HashingEmbedder.from_params(manifest.embedder_params)
     except (TypeError, ValueError) as exc:
         raise IndexDirectoryError(f"bad embedder parameters in manifest: {exc}") from None
+
+
+def saved_config(directory: str | Path) -> ContextEngineConfig:
+    """The configuration saved with the index in ``directory`` (blocking file I/O).
+
+    The applications start from it and apply their own options (template,
+    metadata search) on top, so an index keeps the configuration it was
+    saved with.  When it cannot be read, the defaults are returned: loading
+    the index then checks every file (``config.json`` included) and raises
+    the precise :class:`~zerda_async.errors.IndexFormatError` naming it.
+    """
+    path = Path(directory)
+    try:
+        generation = path / (path / CURRENT_FILE).read_text(encoding="utf-8").strip()
+        return config_from_json((generation / "config.json").read_bytes())
+    except (OSError, UnicodeDecodeError, ValueError):  # ConfigError is a ValueError
+        return ContextEngineConfig()
 
 
 async def build_index(
@@ -110,7 +169,8 @@ async def open_index(
 ) -> AsyncIterator[AsyncContextEngine]:
     """Load the index saved in ``directory`` and run an engine on it for the ``with`` block.
 
-    Queries are embedded with the embedder recorded in the manifest.
+    Queries are embedded with the embedder recorded in the manifest (none
+    for an index saved from Python).  ``config=None`` uses the saved one.
     """
     manifest = await anyio.to_thread.run_sync(read_manifest, directory)
     embedder = make_embedder(manifest)
@@ -118,7 +178,7 @@ async def open_index(
         Path(directory),
         embed_fn=embedder,
         config=config,
-        batch_embed_fn=embedder.embed_batch,
+        batch_embed_fn=None if embedder is None else embedder.embed_batch,
         **engine_kwargs,
     )
     async with engine:

@@ -1,6 +1,6 @@
 """``zerda``: index files, query a saved index, serve it over HTTP, or run the demo.
 
-    zerda index PATH... --out DIR [--chunk-size N] [--dim N]
+    zerda index PATH... --out DIR [--chunk-size N] [--dim N] [--all-files]
     zerda query DIR "question" [--template T] [--budget N] [--max-chunks N]
                 [--filter KEY=VALUE]... [--timeout S] [--json]
     zerda serve DIR [--host 127.0.0.1] [--port 8000] [--max-body-bytes N]
@@ -36,9 +36,11 @@ from zerda_async.apps._saved_index import (
     MANIFEST_NAME,
     IndexManifest,
     build_index,
+    describe_embedder,
     open_index,
     read_manifest,
     save_index,
+    saved_config,
 )
 from zerda_async.apps._wire import result_out
 from zerda_async.core.config import ContextEngineConfig
@@ -51,6 +53,11 @@ __all__ = ["ProgressBar", "build_parser", "format_timings", "main"]
 
 PROG = "zerda"
 _UTF8 = ("utf-8", "utf8")
+# The chunk filter's length window (documented defaults): a chunk outside it is
+# dropped at query time, so a chunk size outside it is refused up front.
+_FILTER = ContextEngineConfig().filter_cfg
+_MIN_CHUNK = _FILTER.min_chunk_length
+_MAX_CHUNK = _FILTER.max_chunk_length
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,10 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser(
         "index",
-        help="read .txt/.md/.jsonl files or folders, chunk, embed and save an index",
+        help="read text files or folders, chunk, embed and save an index",
         description="Read files (or folders of them), split them into chunks, embed them with "
-        "the offline lexical hashing embedder and save the index into DIR. Unreadable and "
-        "non-UTF-8 files are reported by name and skipped.",
+        "the offline lexical hashing embedder and save the index into DIR. A file named here "
+        "is read whatever its extension; folders are searched for "
+        f"{', '.join(sorted(SUFFIXES))} files. Unreadable and non-UTF-8 files are reported by "
+        "name and skipped.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to read")
     p.add_argument("--out", required=True, metavar="DIR", help="directory to save the index in")
@@ -123,7 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=800,
         metavar="N",
-        help="maximum characters per chunk (default 800)",
+        help=f"maximum characters per chunk, {_MIN_CHUNK}-{_MAX_CHUNK} (default 800): the "
+        "chunk filter drops chunks outside its length window",
+    )
+    p.add_argument(
+        "--all-files",
+        action="store_true",
+        help="in folders, read every file (not only the text extensions); non-UTF-8 files "
+        "are reported and skipped",
     )
     p.add_argument(
         "--dim",
@@ -293,15 +309,26 @@ def _cmd_index(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out} exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST_NAME).is_file():
         raise UsageError(f"--out {out} is a non-empty directory that holds no zerda index")
+    _check_chunk_size(args.chunk_size)
     try:
-        report = read_paths(args.paths, max_chars=args.chunk_size)
+        report = read_paths(
+            args.paths, max_chars=args.chunk_size, all_files=args.all_files, min_chars=_MIN_CHUNK
+        )
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     for skipped in report.skipped:
         _err(f"{PROG}: skipped {skipped.path}: {skipped.reason}")
     if report.ignored:
         kinds = ", ".join(sorted(SUFFIXES))
-        _err(f"{PROG}: ignored {report.ignored} file(s) in folders that are not {kinds}")
+        _err(
+            f"{PROG}: ignored {report.ignored} file(s) in folders that are not {kinds} "
+            "(name them, or pass --all-files)"
+        )
+    if report.short:
+        _err(
+            f"{PROG}: note: {report.short} chunk(s) shorter than {_MIN_CHUNK} characters are "
+            "indexed but the chunk filter drops them from contexts"
+        )
     if not report.chunks:
         raise RuntimeError("no text to index in the given paths")
     embedder = HashingEmbedder(dim=args.dim)
@@ -328,9 +355,20 @@ def _cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_chunk_size(size: int) -> None:
+    if not _MIN_CHUNK <= size <= _MAX_CHUNK:
+        raise UsageError(
+            f"--chunk-size {size} is outside the chunk filter's window ({_MIN_CHUNK}-{_MAX_CHUNK} "
+            "characters): its chunks would be dropped from every context"
+        )
+
+
 def _cmd_query(args: argparse.Namespace) -> int:
-    read_manifest(args.index_dir)  # a clear error before anything starts
-    config = ContextEngineConfig()
+    if not args.question.strip():
+        raise UsageError("the query is empty")
+    manifest = read_manifest(args.index_dir)  # a clear error before anything starts
+    # The index keeps the configuration it was saved with; options apply on top.
+    config = saved_config(args.index_dir)
     config.retriever.use_metadata = True  # so --filter pairs are searched
     if args.template is not None:
         config.composer.template = args.template
@@ -353,6 +391,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
     timed = anyio.run(run)
     timings = f"timings: {format_timings(timed.timings_ms, timed.total_ms)} (load {load_ms:.1f} ms)"
+    index_line = f"index: {describe_embedder(manifest)}"
     if args.json:
         out = result_out(
             timed.result,
@@ -363,10 +402,12 @@ def _cmd_query(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(msgspec.json.encode(out) + b"\n")
         sys.stdout.flush()
         _err(timings)
+        _err(index_line)
         return 0
     print(timed.result.context)
     print()
     print(f"-- {timings}")
+    print(f"-- {index_line}")
     print(f"-- {_summary(timed)}")
     return 0
 
@@ -399,6 +440,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     api_key = _read_api_key(args.api_key_file) if args.api_key_file else None
     anyio.run(check_index)
+    _err(f"{PROG}: index {args.index_dir}: {describe_embedder(read_manifest(args.index_dir))}")
     settings = ServiceSettings(
         max_body_bytes=args.max_body_bytes,
         request_timeout=args.request_timeout,
