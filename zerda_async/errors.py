@@ -10,6 +10,8 @@
      ├── StageFailedError (RuntimeError)    a pipeline stage failed (apps: stage and type)
      ├── RequestBodyError (ValueError)      an HTTP request body does not decode (names the field)
      ├── UsageError (ValueError)            a bad command-line argument found after parsing
+     ├── StoreUnavailableError (ConnectionError)  a shared store does not answer (names it)
+     ├── StoreSchemaError (RuntimeError)    a store's schema is newer than this code knows
      └── HTTPProblem                        an error response the service sends as it is
     MissingSourceQualityMap (AttributeError)  documented: a retriever ran before ``index()``
 
@@ -40,6 +42,8 @@ __all__ = [
     "MissingSourceQualityMap",
     "RequestBodyError",
     "StageFailedError",
+    "StoreSchemaError",
+    "StoreUnavailableError",
     "UsageError",
     "ZerdaError",
     "annotate_stage_error",
@@ -104,6 +108,25 @@ class RequestBodyError(ZerdaError, ValueError):
 
 class UsageError(ZerdaError, ValueError):
     """A bad command-line argument found after parsing (exit status 2)."""
+
+
+class StoreUnavailableError(ZerdaError, ConnectionError):
+    """A shared store (index, session, cache or learning) did not answer in time.
+
+    ``store`` names it (``"index store"``, ``"session store"``, ...) and
+    ``url`` is its URL without the password; the message starts with both.
+    The store object stays usable: it reconnects by itself once the server is back.
+    """
+
+    def __init__(self, store: str, url: str, problem: str) -> None:
+        super().__init__(f"{store} at {url} is unavailable: {problem}")
+        self.store = store
+        self.url = url
+        self.problem = problem
+
+
+class StoreSchemaError(ZerdaError, RuntimeError):
+    """A store's schema version is newer than this code knows (upgrade zerda-async)."""
 
 
 class HTTPProblem(ZerdaError):
@@ -177,6 +200,8 @@ REPORTS: dict[type[BaseException], ErrorReport] = {
     EmbeddingError: ErrorReport(500, 1),
     IndexStateError: ErrorReport(409, 1),
     IndexFormatError: ErrorReport(500, 1),
+    StoreUnavailableError: ErrorReport(503, 1, retry=True),
+    StoreSchemaError: ErrorReport(500, 1),
 }
 """Exception class -> report; subclasses inherit their nearest listed base's entry."""
 
