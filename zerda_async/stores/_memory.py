@@ -98,7 +98,11 @@ class MemoryIndexStore:
         )
 
     def _hits(
-        self, positions: NDArray[np.intp], scores: NDArray[np.float64], k: int, filters: Filters | None
+        self,
+        positions: NDArray[np.intp],
+        scores: NDArray[np.float64],
+        k: int,
+        filters: Filters | None,
     ) -> list[Hit]:
         if filters:
             keep = self._allowed(positions, filters)
@@ -122,9 +126,7 @@ class MemoryIndexStore:
             positions = np.arange(sims.shape[0], dtype=np.intp)
         return self._hits(positions, sims, k, filters)
 
-    async def keyword_search(
-        self, query: str, k: int, filters: Filters | None = None
-    ) -> list[Hit]:
+    async def keyword_search(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
         """Top ``k`` by BM25 (positive scores only), ties by position."""
         hits, scores = self.index.keyword.scores(query_terms(query))
         return self._hits(hits, scores, k, filters)

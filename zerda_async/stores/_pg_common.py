@@ -69,7 +69,9 @@ class PgPool:
 
     def unavailable(self, problem: object) -> StoreUnavailableError:
         """The error naming this store."""
-        text = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
+        text = (
+            str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
+        )
         return StoreUnavailableError(self.store, redact(self.url), text)
 
     async def open(self) -> None:
@@ -143,7 +145,7 @@ async def migrate(
             )
         for number in range(current + 1, len(steps) + 1):
             for statement in steps[number - 1]:
-                await conn.execute(statement.format(p=prefix))  # type: ignore[arg-type]
+                await conn.execute(statement.format(p=prefix))
         await conn.execute(
             f"INSERT INTO {prefix}schema_version VALUES (%s, %s)"
             " ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version",

@@ -78,7 +78,7 @@ def _prepare(chunks: Sequence[Any], vectors: ArrayLike | None) -> _Prepared:
     rows = None
     if vectors is not None:
         raw = np.asarray(vectors, dtype=np.float64).reshape(len(doc_ids), -1)
-        rows = unit_rows(raw)
+        rows = unit_rows(raw).astype(np.float64, copy=False)
     return _Prepared(doc_ids, texts, metas, counts, rows)
 
 
@@ -184,7 +184,7 @@ class PostgresIndexStore:
             n_live, total, _, _ = await self._lock_corpus(conn)
             gone, gone_length = await self._delete(conn, ids)
             if not gone:
-                return (await self._bump(conn, 0, n_live, total, None, None))
+                return await self._bump(conn, 0, n_live, total, None, None)
             return await self._bump(conn, 1, n_live - gone, total - gone_length, None, None)
 
     async def create_hnsw_index(self, m: int = 16, ef_construction: int = 64) -> None:
@@ -321,8 +321,9 @@ class PostgresIndexStore:
                     f" 1 - coalesce(nullif(embedding <=> %(q)s, 'NaN'), 1) AS approx"
                     f" FROM {p}chunks WHERE unit IS NOT NULL AND {where})"
                     f" SELECT c.pos, c.doc_id, c.text, c.metadata, c.unit"
-                    f" FROM s JOIN {p}chunks c USING (pos) WHERE s.approx >= (SELECT min(approx)"
-                    f" FROM (SELECT approx FROM s ORDER BY approx DESC LIMIT %(k)s) t) - %(margin)s",
+                    f" FROM s JOIN {p}chunks c USING (pos) WHERE s.approx >="
+                    f" (SELECT min(approx) FROM (SELECT approx FROM s"
+                    f" ORDER BY approx DESC LIMIT %(k)s) t) - %(margin)s",
                     params,
                 )
                 rows = await cur.fetchall()
@@ -344,9 +345,7 @@ class PostgresIndexStore:
             )
             return await cur.fetchall()
 
-    async def keyword_search(
-        self, query: str, k: int, filters: Filters | None = None
-    ) -> list[Hit]:
+    async def keyword_search(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
         """Top ``k`` by BM25 with the in-memory formula, ties by corpus position."""
         terms = query_terms(query)
         where, params = compile_filters(parse_filters(filters), "c.metadata")

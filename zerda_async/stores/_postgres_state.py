@@ -42,9 +42,7 @@ _S = TypeVar("_S", bound="_PgStateBase")
 class _PgStateBase:
     name = "store"
 
-    def __init__(
-        self, url: str, *, prefix: str = "zerda_", operation_timeout: float = 5.0
-    ) -> None:
+    def __init__(self, url: str, *, prefix: str = "zerda_", operation_timeout: float = 5.0) -> None:
         self.prefix = valid_prefix(prefix)
         self._pg = PgPool(url, self.name, max_size=4, operation_timeout=operation_timeout)
 
@@ -187,7 +185,12 @@ class PostgresLearningStore(_PgStateBase):
             cur = await conn.execute(
                 f"INSERT INTO {p}samples (response_ms, context_length, chunk_count, guard_passed)"
                 " VALUES (%s, %s, %s, %s) RETURNING id",
-                (sample.response_ms, sample.context_length, sample.chunk_count, sample.guard_passed),
+                (
+                    sample.response_ms,
+                    sample.context_length,
+                    sample.chunk_count,
+                    sample.guard_passed,
+                ),
             )
             row = await cur.fetchone()
             assert row is not None

@@ -110,9 +110,7 @@ class IndexStore(Protocol):
         """Top ``k`` live chunks by exact cosine, best first, ties by corpus position."""
         ...
 
-    async def keyword_search(
-        self, query: str, k: int, filters: Filters | None = None
-    ) -> list[Hit]:
+    async def keyword_search(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
         """Top ``k`` live chunks by BM25 of ``query``'s tokens (score > 0), ties by position."""
         ...
 

@@ -77,9 +77,7 @@ class _RedisBase:
 
     name = "store"
 
-    def __init__(
-        self, url: str, *, prefix: str = "zerda:", operation_timeout: float = 5.0
-    ) -> None:
+    def __init__(self, url: str, *, prefix: str = "zerda:", operation_timeout: float = 5.0) -> None:
         self.url = url
         self.prefix = prefix
         self.operation_timeout = operation_timeout
