@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench,server,stemming,integrations]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench,server,stemming,integrations,stores]'
 	touch $(STAMP)
 
 test: setup

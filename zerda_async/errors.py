@@ -14,6 +14,8 @@
      ├── UsageError (ValueError)            a bad command-line argument found after parsing
      ├── SyncCallError (RuntimeError)       a sync adapter call that would block or cannot run
      ├── TokenizerUnavailableError (LookupError)  a tokenizer's files are not on this machine
+     ├── StoreUnavailableError (ConnectionError)  a shared store does not answer (names it)
+     ├── StoreSchemaError (RuntimeError)    a store's schema is newer than this code knows
      └── HTTPProblem                        an error response the service sends as it is
     MissingSourceQualityMap (AttributeError)  documented: a retriever ran before ``index()``
 
@@ -48,6 +50,8 @@ __all__ = [
     "StageFailedError",
     "SyncCallError",
     "TokenizerUnavailableError",
+    "StoreSchemaError",
+    "StoreUnavailableError",
     "UsageError",
     "ZerdaError",
     "annotate_stage_error",
@@ -135,6 +139,23 @@ class SyncCallError(ZerdaError, RuntimeError):
 
 class TokenizerUnavailableError(ZerdaError, LookupError):
     """A token counter's tokenizer files are not available locally; names what is missing."""
+class StoreUnavailableError(ZerdaError, ConnectionError):
+    """A shared store (index, session, cache or learning) did not answer in time.
+
+    ``store`` names it (``"index store"``, ``"session store"``, ...) and
+    ``url`` is its URL without the password; the message starts with both.
+    The store object stays usable: it reconnects by itself once the server is back.
+    """
+
+    def __init__(self, store: str, url: str, problem: str) -> None:
+        super().__init__(f"{store} at {url} is unavailable: {problem}")
+        self.store = store
+        self.url = url
+        self.problem = problem
+
+
+class StoreSchemaError(ZerdaError, RuntimeError):
+    """A store's schema version is newer than this code knows (upgrade zerda-async)."""
 
 
 class HTTPProblem(ZerdaError):
@@ -212,6 +233,8 @@ REPORTS: dict[type[BaseException], ErrorReport] = {
     IndexFormatError: ErrorReport(500, 1),
     SyncCallError: ErrorReport(500, 1),
     TokenizerUnavailableError: ErrorReport(500, 1),
+    StoreUnavailableError: ErrorReport(503, 1, retry=True),
+    StoreSchemaError: ErrorReport(500, 1),
 }
 """Exception class -> report; subclasses inherit their nearest listed base's entry."""
 

@@ -1,0 +1,210 @@
+"""The PostgreSQL index store against the in-memory index: same ranked chunks, same scores."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from zerda_async.core.config import ContextEngineConfig
+from zerda_async.core.retrieval import KeywordRetriever, VectorRetriever
+from zerda_async.embedders import HashingEmbedder
+from zerda_async.errors import ConfigError
+from zerda_async.stores import Hit, MemoryIndexStore, PostgresIndexStore
+
+from .corpus import demo_docs, embed, synthetic_docs
+from .servers import PostgresServer
+
+pytestmark = pytest.mark.anyio
+
+QUERIES = [
+    "What is retrieval-augmented generation?",
+    "How is Arabic coffee served?",
+    "ما هو التعلم الآلي؟",
+    "النيل نهر طويل",
+    "BM25 keyword search scores",
+    "date palms oasis",
+    "context budget packing chunks",
+    "nothing matches xyzzy",
+]
+
+
+async def _stores(url: str, prefix: str, docs: list[Any], dim: int = 64) -> tuple[Any, Any]:
+    vectors = embed(docs, dim)
+    memory = MemoryIndexStore()
+    await memory.add(docs, vectors)
+    pg = await PostgresIndexStore.open(url, prefix=prefix)
+    await pg.add(docs, vectors)
+    return memory, pg
+
+
+def _ranked(hits: list[Hit]) -> list[tuple[str, float]]:
+    return [(h.chunk.doc_id, h.score) for h in hits]
+
+
+def _same(left: list[Hit], right: list[Hit]) -> None:
+    assert [h.chunk.doc_id for h in left] == [h.chunk.doc_id for h in right]
+    assert [h.chunk.text for h in left] == [h.chunk.text for h in right]
+    for a, b in zip(left, right, strict=True):
+        assert abs(a.score - b.score) <= 1e-9
+
+
+@pytest.fixture
+async def demo(postgres: PostgresServer, prefix: str) -> AsyncIterator[tuple[Any, Any]]:
+    memory, pg = await _stores(postgres.url, prefix, demo_docs())
+    try:
+        yield memory, pg
+    finally:
+        await pg.aclose()
+
+
+@pytest.mark.parametrize("k", [1, 5, 20, 100])
+async def test_demo_corpus_keyword_and_vector_top_k_match_memory(
+    demo: tuple[Any, Any], k: int
+) -> None:
+    memory, pg = demo
+    embedder = HashingEmbedder(dim=64)
+    for query in QUERIES:
+        _same(await memory.keyword_search(query, k), await pg.keyword_search(query, k))
+        vector = embedder(query)
+        _same(await memory.vector_search(vector, k), await pg.vector_search(vector, k))
+
+
+async def test_keyword_scores_are_bit_identical(demo: tuple[Any, Any]) -> None:
+    memory, pg = demo
+    for query in QUERIES:
+        assert _ranked(await pg.keyword_search(query, 50)) == _ranked(
+            await memory.keyword_search(query, 50)
+        )
+
+
+async def test_memory_store_reproduces_the_retrievers(demo: tuple[Any, Any]) -> None:
+    """The anchor: the memory store scores exactly like the engine's own retrievers."""
+    memory, _ = demo
+    docs = demo_docs()
+    config = ContextEngineConfig()
+    keyword = KeywordRetriever(config, docs)
+    vector = VectorRetriever(config)
+    vector.index_vectors(docs, embed(docs))
+    embedder = HashingEmbedder(dim=64)
+    for query in QUERIES:
+        found = keyword.retrieve(query, 10)
+        hits = await memory.keyword_search(query, 10)
+        assert [s.chunk.doc_id for s in found] == [h.chunk.doc_id for h in hits]
+        if hits:
+            assert [s.keyword_score for s in found] == [h.score / hits[0].score for h in hits]
+        found = vector.retrieve(query, 10, query_vector=embedder(query))
+        hits = await memory.vector_search(embedder(query), 10)
+        assert [(s.chunk.doc_id, s.vector_score) for s in found] == _ranked(hits)
+
+
+async def test_ties_follow_corpus_order(postgres: PostgresServer, prefix: str) -> None:
+    docs = synthetic_docs(120)
+    memory, pg = await _stores(postgres.url, prefix, docs, dim=16)
+    try:
+        for query in ["alpha", "nile beta", "قهوة نخيل", "date river bm25 gamma"]:
+            expected = await memory.keyword_search(query, 40)
+            assert len({h.score for h in expected}) < len(expected)  # there are ties
+            _same(expected, await pg.keyword_search(query, 40))
+        same_text = embed([docs[3]], 16)[0]
+        expected = await memory.vector_search(same_text, 30)
+        _same(expected, await pg.vector_search(same_text, 30))
+        _same(await memory.vector_search(np.zeros(16), 7), await pg.vector_search(np.zeros(16), 7))
+    finally:
+        await pg.aclose()
+
+
+FILTERS: list[dict[str, Any]] = [
+    {"lang": "ar"},
+    {"year": {"$gte": 2018, "$lt": 2022}},
+    {"n": {"$in": [0, 3]}, "lang": "en"},
+    {"year": {"$gt": 2030}},
+    {"missing": 1},
+]
+
+
+async def test_filters_are_pushed_down_with_the_memory_semantics(
+    postgres: PostgresServer, prefix: str
+) -> None:
+    docs = synthetic_docs(80)
+    memory, pg = await _stores(postgres.url, prefix, docs, dim=16)
+    try:
+        vector = embed([docs[5]], 16)[0]
+        for filters in FILTERS:
+            expected = await memory.keyword_search("alpha beta nile", 25, filters)
+            _same(expected, await pg.keyword_search("alpha beta nile", 25, filters))
+            expected_v = await memory.vector_search(vector, 25, filters)
+            _same(expected_v, await pg.vector_search(vector, 25, filters))
+            for hit in expected + expected_v:
+                meta = hit.chunk.metadata
+                assert all(key in meta for key in filters)
+        with pytest.raises(ConfigError, match="'year'"):
+            await pg.keyword_search("alpha", 5, {"year": {"$between": [1, 2]}})
+    finally:
+        await pg.aclose()
+
+
+async def test_updates_keep_matching_memory_and_bump_the_version(
+    postgres: PostgresServer, prefix: str
+) -> None:
+    docs = synthetic_docs(60)
+    memory, pg = await _stores(postgres.url, prefix, docs, dim=16)
+    try:
+        assert await pg.version() == await memory.version() == 1
+        changed = [docs[0].__class__(docs[0].doc_id, "gamma gamma nile", {"year": 1})]
+        await memory.replace(changed, embed(changed, 16))
+        assert await pg.replace(changed, embed(changed, 16)) == 2
+        await memory.remove(["d3", "d4"])
+        assert await pg.remove(["d3", "d4"]) == 3
+        assert await pg.remove(["no-such-doc"]) == 3
+        assert await pg.doc_ids() == memory.doc_ids()
+        assert await pg.count() == await memory.count()
+        for query in ["gamma nile", "alpha", "delta river date"]:
+            _same(await memory.keyword_search(query, 30), await pg.keyword_search(query, 30))
+        vector = embed(changed, 16)[0]
+        _same(await memory.vector_search(vector, 30), await pg.vector_search(vector, 30))
+    finally:
+        await pg.aclose()
+
+
+async def test_schema_is_versioned_and_reopened(postgres: PostgresServer, prefix: str) -> None:
+    docs = demo_docs()[:5]
+    first = await PostgresIndexStore.open(postgres.url, prefix=prefix)
+    try:
+        await first.add(docs, embed(docs))
+    finally:
+        await first.aclose()
+    again = await PostgresIndexStore.open(postgres.url, prefix=prefix)
+    try:
+        assert await again.count() == 5 and await again.version() == 1
+        with pytest.raises(ValueError, match="dimension 8 does not match"):
+            await again.add(docs[:1], embed(docs[:1], 8))
+        with pytest.raises(ValueError, match="exactly when"):
+            await again.add(docs[:1])
+        assert await again.version() == 1
+    finally:
+        await again.aclose()
+
+
+async def test_hnsw_recall_against_exact(postgres: PostgresServer, prefix: str) -> None:
+    docs = synthetic_docs(400)
+    vectors = np.random.default_rng(3).normal(size=(400, 16))
+    exact = await PostgresIndexStore.open(postgres.url, prefix=prefix)
+    hnsw = await PostgresIndexStore.open(postgres.url, prefix=prefix, search="hnsw", ef_search=80)
+    try:
+        await exact.add(docs, vectors)
+        await hnsw.create_hnsw_index()
+        found = total = 0
+        for query in np.random.default_rng(4).normal(size=(20, 16)):
+            truth = {h.position for h in await exact.vector_search(query, 10)}
+            approx = await hnsw.vector_search(query, 10)
+            found += len(truth & {h.position for h in approx})
+            total += len(truth)
+            scores = [h.score for h in approx]
+            assert scores == sorted(scores, reverse=True)
+        assert found / total >= 0.9
+    finally:
+        await exact.aclose()
+        await hnsw.aclose()

@@ -1,0 +1,426 @@
+"""The PostgreSQL + pgvector index store: same top-k and scores as the in-memory index.
+
+Layout (schema :data:`~._pg_sql.INDEX_SCHEMA`, migrated by the store): one row
+per chunk (corpus position, doc id, text, jsonb metadata, token count, the
+float64 unit embedding as bytes and the same as a pgvector ``vector``), one
+row per (term, chunk) posting with its term frequency, and one corpus row
+holding the version and the BM25 totals.  Tokens come from the project's own
+tokeniser in Python, so the analyser is exactly the in-memory one.
+
+* **Exact cosine** (default): pgvector scans the float32 copies in SQL and
+  keeps every chunk within a proven float32 error margin of the k-th best;
+  those few are rescored in Python in float64 and rounded to 12 decimals
+  like the in-memory index, then ordered by score and corpus position.
+* **HNSW** (opt-in, ``search="hnsw"``): an HNSW index over the vectors
+  answers with ``hnsw.ef_search``; its hits are rescored the same way.
+* **BM25**: document frequencies and totals are read in the same snapshot
+  as the postings (a repeatable-read transaction); idf is computed in Python
+  with the in-memory expression, the per-posting weights and their ordered
+  sum in SQL, with the same float operations in the same order.
+* **Updates** run in one transaction that also bumps the version, so a
+  killed update leaves the old or the new corpus.  Bulk loads use COPY.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+import numpy as np
+import psycopg
+from numpy.typing import ArrayLike, NDArray
+from pgvector.psycopg import register_vector_async
+from psycopg.types.json import Jsonb
+
+from ..core.index import BM25_B, BM25_K1, COSINE_DECIMALS, unit_rows
+from ..core.index.chunks import chunk_doc_id, chunk_metadata, chunk_text
+from ..core.retrieval.tokenize import tokenize
+from ._filters import Filters, parse_filters
+from ._memory import query_terms
+from ._pg_common import PgPool, migrate, valid_prefix
+from ._pg_sql import INDEX_SCHEMA, compile_filters
+from ._protocols import Hit, StoredChunk
+
+__all__ = ["PostgresIndexStore"]
+
+SearchMode = Literal["exact", "hnsw"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """Chunks turned into rows outside the transaction (tokenising is the slow part)."""
+
+    doc_ids: list[str]
+    texts: list[str]
+    metadata: list[Any]
+    counts: list[Counter[str]]
+    rows: NDArray[np.float64] | None
+
+
+def _prepare(chunks: Sequence[Any], vectors: ArrayLike | None) -> _Prepared:
+    doc_ids, texts, metas, counts = [], [], [], []
+    for chunk in chunks:
+        doc_id, text = chunk_doc_id(chunk), chunk_text(chunk)
+        if not isinstance(doc_id, str | int) or isinstance(doc_id, bool):
+            raise TypeError(f"chunk doc id {doc_id!r}: a PostgreSQL store needs str or int ids")
+        if not isinstance(text, str):
+            raise TypeError(f"chunk {doc_id!r}: text is {type(text).__name__}, not str")
+        if "\x00" in text:
+            raise ValueError(f"chunk {doc_id!r}: text contains NUL, which PostgreSQL rejects")
+        doc_ids.append(str(doc_id))
+        texts.append(text)
+        metas.append(dict(chunk_metadata(chunk)))
+        counts.append(Counter(tokenize(text)))
+    rows = None
+    if vectors is not None:
+        raw = np.asarray(vectors, dtype=np.float64).reshape(len(doc_ids), -1)
+        rows = unit_rows(raw).astype(np.float64, copy=False)
+    return _Prepared(doc_ids, texts, metas, counts, rows)
+
+
+def _margin(dim: int) -> float:
+    # float32 rounding of both unit vectors plus float32 accumulation over
+    # ``dim`` terms bounds |cos32 - cos64| well below this (Cauchy-Schwarz).
+    return 4.0 * (dim + 2) * 2.0**-24 + 1e-12
+
+
+class PostgresIndexStore:
+    """An :class:`~zerda_async.stores.IndexStore` in PostgreSQL with pgvector.
+
+    Create it with :meth:`open` (connects, creates or migrates the schema).
+    ``search`` picks exact cosine (default) or ``"hnsw"``; ``ef_search`` is
+    the HNSW candidate list size (recall against exact: ``bench/bench_scaleout.py``).
+    """
+
+    name = "index store"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "zerda_",
+        search: SearchMode = "exact",
+        ef_search: int = 100,
+        pool_size: int = 4,
+        operation_timeout: float = 10.0,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        if search not in ("exact", "hnsw"):
+            raise ValueError(f"search must be 'exact' or 'hnsw', got {search!r}")
+        self.prefix = valid_prefix(prefix)
+        self.search = search
+        self.ef_search = int(ef_search)
+        self._pg = PgPool(
+            url,
+            self.name,
+            max_size=pool_size,
+            operation_timeout=operation_timeout,
+            connect_timeout=connect_timeout,
+            configure=register_vector_async,
+        )
+
+    @classmethod
+    async def open(cls, url: str, **options: Any) -> PostgresIndexStore:
+        """Connect to ``url`` (any libpq URL or key=value string) and migrate the schema."""
+        store = cls(url, **options)
+        # The schema (and the vector extension) first: the pool's connections
+        # register pgvector's types, which needs the extension to exist.
+        await store._pg.run_once(lambda conn: migrate(conn, store.prefix, INDEX_SCHEMA, "index"))
+        await store._pg.open()
+        return store
+
+    @property
+    def url(self) -> str:
+        """The connection URL given."""
+        return self._pg.url
+
+    async def aclose(self) -> None:
+        """Close the pool."""
+        await self._pg.close()
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def _corpus(self) -> tuple[int, int, int, int | None]:
+        async with self._pg.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT version, n_live, total_length, dim FROM {self.prefix}corpus"
+            )
+            row = await cur.fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1]), int(row[2]), row[3]
+
+    async def version(self) -> int:
+        """The corpus version."""
+        return (await self._corpus())[0]
+
+    async def count(self) -> int:
+        """Live chunks."""
+        return (await self._corpus())[1]
+
+    async def doc_ids(self) -> list[str]:
+        """Each live chunk's doc id in corpus order."""
+        async with self._pg.connection() as conn:
+            cur = await conn.execute(f"SELECT doc_id FROM {self.prefix}chunks ORDER BY pos")
+            return [str(r[0]) for r in await cur.fetchall()]
+
+    # -- writes ------------------------------------------------------------------------
+
+    async def add(self, chunks: Sequence[Any], vectors: ArrayLike | None = None) -> int:
+        """Append ``chunks`` in one transaction; returns the new version."""
+        return await self._write(list(chunks), vectors, replace=False)
+
+    async def replace(self, chunks: Sequence[Any], vectors: ArrayLike | None = None) -> int:
+        """Remove the chunks of the doc ids in ``chunks`` and append them, in one transaction."""
+        return await self._write(list(chunks), vectors, replace=True)
+
+    async def remove(self, doc_ids: Sequence[str]) -> int:
+        """Remove every chunk of ``doc_ids`` in one transaction."""
+        ids = [str(d) for d in doc_ids]
+        async with self._pg.connection() as conn, conn.transaction():
+            n_live, total, _, _ = await self._lock_corpus(conn)
+            gone, gone_length = await self._delete(conn, ids)
+            if not gone:
+                return await self._bump(conn, 0, n_live, total, None, None)
+            return await self._bump(conn, 1, n_live - gone, total - gone_length, None, None)
+
+    async def create_hnsw_index(self, m: int = 16, ef_construction: int = 64) -> None:
+        """Build the HNSW index over the vectors (their dimension must be known)."""
+        _, _, _, dim = await self._corpus()
+        if not dim:
+            raise ValueError("the index store holds no vectors yet; add chunks first")
+        p = self.prefix
+        async with self._pg.connection() as conn:
+            await conn.execute(f"DROP INDEX IF EXISTS {p}chunks_hnsw")
+            await conn.execute(
+                f"CREATE INDEX {p}chunks_hnsw ON {p}chunks USING hnsw"
+                f" ((embedding::vector({int(dim)})) vector_cosine_ops)"
+                f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+            )
+
+    async def _write(self, items: list[Any], vectors: ArrayLike | None, *, replace: bool) -> int:
+        if not items:
+            return await self.version()
+        prepared = await anyio.to_thread.run_sync(_prepare, items, vectors)
+        async with self._pg.connection() as conn, conn.transaction():
+            n_live, total, next_pos, dim = await self._lock_corpus(conn)
+            gone, gone_length = 0, 0
+            if replace:
+                gone, gone_length = await self._delete(conn, list(dict.fromkeys(prepared.doc_ids)))
+            new_dim = _check_dim(dim, n_live - gone, prepared.rows)
+            await self._copy(conn, prepared, next_pos)
+            added = sum(sum(c.values()) for c in prepared.counts)
+            return await self._bump(
+                conn,
+                1,
+                n_live - gone + len(items),
+                total - gone_length + added,
+                next_pos + len(items),
+                new_dim,
+            )
+
+    async def _lock_corpus(
+        self, conn: psycopg.AsyncConnection[Any]
+    ) -> tuple[int, int, int, int | None]:
+        cur = await conn.execute(
+            f"SELECT n_live, total_length, next_pos, dim FROM {self.prefix}corpus FOR UPDATE"
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1]), int(row[2]), row[3]
+
+    async def _delete(self, conn: psycopg.AsyncConnection[Any], ids: list[str]) -> tuple[int, int]:
+        p = self.prefix
+        cur = await conn.execute(
+            f"DELETE FROM {p}chunks WHERE doc_id = ANY(%s) RETURNING pos, length", (ids,)
+        )
+        rows = await cur.fetchall()
+        if rows:
+            await conn.execute(
+                f"DELETE FROM {p}postings WHERE pos = ANY(%s)", ([r[0] for r in rows],)
+            )
+        return len(rows), sum(int(r[1]) for r in rows)
+
+    async def _copy(self, conn: psycopg.AsyncConnection[Any], prep: _Prepared, start: int) -> None:
+        p = self.prefix
+        cur = conn.cursor()
+        columns = "pos, doc_id, text, metadata, length, unit, embedding"
+        async with cur.copy(f"COPY {p}chunks ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "text", "text", "jsonb", "int4", "bytea", "vector"])
+            for i, doc_id in enumerate(prep.doc_ids):
+                row = None if prep.rows is None else prep.rows[i]
+                await copy.write_row(
+                    (
+                        start + i,
+                        doc_id,
+                        prep.texts[i],
+                        Jsonb(prep.metadata[i]),
+                        sum(prep.counts[i].values()),
+                        None if row is None else row.tobytes(),
+                        None if row is None else row.astype(np.float32),
+                    )
+                )
+        async with cur.copy(f"COPY {p}postings (term, pos, tf) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["text", "int8", "int4"])
+            for i, counts in enumerate(prep.counts):
+                for term, tf in counts.items():
+                    await copy.write_row((term, start + i, tf))
+
+    async def _bump(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        step: int,
+        n_live: int,
+        total: int,
+        next_pos: int | None,
+        dim: int | None,
+    ) -> int:
+        cur = await conn.execute(
+            f"UPDATE {self.prefix}corpus SET version = version + %s, n_live = %s,"
+            " total_length = %s, next_pos = coalesce(%s, next_pos),"
+            " dim = CASE WHEN %s::bigint = 0 THEN NULL ELSE coalesce(%s, dim) END"
+            " RETURNING version",
+            (step, n_live, total, next_pos, n_live, dim),
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        return int(row[0])
+
+    # -- searches ----------------------------------------------------------------------
+
+    async def vector_search(
+        self, query_vector: ArrayLike, k: int, filters: Filters | None = None
+    ) -> list[Hit]:
+        """Top ``k`` by cosine; exact unless the store was opened with ``search="hnsw"``."""
+        query = np.asarray(query_vector, dtype=np.float64).flatten()
+        where, params = compile_filters(parse_filters(filters), "metadata")
+        if k <= 0:
+            return []
+        norm = float(np.linalg.norm(query))
+        p = self.prefix
+        async with self._pg.connection() as conn:
+            if norm == 0:
+                # Every cosine is 0: the first k chunks in corpus order, like the memory index.
+                cur = await conn.execute(
+                    f"SELECT pos, doc_id, text, metadata FROM {p}chunks"
+                    f" WHERE unit IS NOT NULL AND {where} ORDER BY pos LIMIT %(k)s",
+                    {**params, "k": k},
+                )
+                return [_hit(r, 0.0) for r in await cur.fetchall()]
+            unit = query / norm
+            params.update(q=unit.astype(np.float32), k=k)
+            if self.search == "hnsw":
+                rows = await self._hnsw_rows(conn, where, params, unit.shape[0])
+            else:
+                params["margin"] = _margin(unit.shape[0])
+                cur = await conn.execute(
+                    f"WITH s AS MATERIALIZED (SELECT pos,"
+                    f" 1 - coalesce(nullif(embedding <=> %(q)s, 'NaN'), 1) AS approx"
+                    f" FROM {p}chunks WHERE unit IS NOT NULL AND {where})"
+                    f" SELECT c.pos, c.doc_id, c.text, c.metadata, c.unit"
+                    f" FROM s JOIN {p}chunks c USING (pos) WHERE s.approx >="
+                    f" (SELECT min(approx) FROM (SELECT approx FROM s"
+                    f" ORDER BY approx DESC LIMIT %(k)s) t) - %(margin)s",
+                    params,
+                )
+                rows = await cur.fetchall()
+        return _rescored(rows, unit, k)
+
+    async def _hnsw_rows(
+        self, conn: psycopg.AsyncConnection[Any], where: str, params: dict[str, Any], dim: int
+    ) -> list[Any]:
+        p = self.prefix
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL hnsw.ef_search = {max(self.ef_search, 1)}")
+            if where != "TRUE":
+                await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cur = await conn.execute(
+                f"SELECT pos, doc_id, text, metadata, unit FROM {p}chunks"
+                f" WHERE unit IS NOT NULL AND {where}"
+                f" ORDER BY embedding::vector({dim}) <=> %(q)s::vector({dim}) LIMIT %(k)s",
+                params,
+            )
+            return await cur.fetchall()
+
+    async def keyword_search(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
+        """Top ``k`` by BM25 with the in-memory formula, ties by corpus position."""
+        terms = query_terms(query)
+        where, params = compile_filters(parse_filters(filters), "c.metadata")
+        if not terms or k <= 0:
+            return []
+        p = self.prefix
+        async with self._pg.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            cur = await conn.execute(f"SELECT n_live, total_length FROM {p}corpus")
+            corpus = await cur.fetchone()
+            assert corpus is not None
+            n_docs, total = int(corpus[0]), int(corpus[1])
+            if n_docs == 0:
+                return []
+            cur = await conn.execute(
+                f"SELECT term, count(*) FROM {p}postings WHERE term = ANY(%s) GROUP BY term",
+                (terms,),
+            )
+            df = {str(t): int(n) for t, n in await cur.fetchall()}
+            used = [t for t in terms if df.get(t)]
+            if not used:
+                return []
+            # The in-memory idf, evaluated in Python so both sides share one libm call.
+            idfs = [math.log(1.0 + (n_docs - df[t] + 0.5) / (df[t] + 0.5)) for t in used]
+            params.update(
+                terms=used,
+                idfs=idfs,
+                k=k,
+                kp1=BM25_K1 + 1,
+                k1=BM25_K1,
+                omb=1 - BM25_B,
+                b=BM25_B,
+                avgdl=total / n_docs,
+            )
+            cur = await conn.execute(_BM25_SQL.format(p=p, where=where), params)
+            return [_hit(r[:4], float(r[4])) for r in await cur.fetchall()]
+
+
+_BM25_SQL = (
+    "SELECT c.pos, c.doc_id, c.text, c.metadata, s.score FROM ("
+    " SELECT po.pos, sum(((q.idf * po.tf::float8) * %(kp1)s::float8)"
+    "  / (po.tf::float8 + %(k1)s::float8 * (%(omb)s::float8"
+    "  + (%(b)s::float8 * c.length::float8) / %(avgdl)s::float8)) ORDER BY q.ord) AS score"
+    " FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) WITH ORDINALITY AS q(term, idf, ord)"
+    " JOIN {p}postings po ON po.term = q.term JOIN {p}chunks c ON c.pos = po.pos"
+    " WHERE {where} GROUP BY po.pos) s JOIN {p}chunks c ON c.pos = s.pos"
+    " WHERE s.score > 0 ORDER BY s.score DESC, s.pos LIMIT %(k)s"
+)
+
+
+def _check_dim(dim: int | None, remaining: int, rows: NDArray[np.float64] | None) -> int | None:
+    """The dimension after a write; vectors are all-or-nothing, as in the memory index."""
+    if remaining == 0:
+        return None if rows is None else int(rows.shape[1])
+    has_vectors = dim is not None
+    if (rows is None) == has_vectors:
+        raise ValueError("vectors must be given exactly when the index store holds vectors")
+    if rows is not None and rows.shape[1] != dim:
+        raise ValueError(
+            f"embedding dimension {rows.shape[1]} does not match the index store ({dim})"
+        )
+    return dim
+
+
+def _hit(row: Sequence[Any], score: float) -> Hit:
+    pos, doc_id, text, metadata = row[0], row[1], row[2], row[3]
+    return Hit(position=int(pos), chunk=StoredChunk(str(doc_id), text, metadata), score=score)
+
+
+def _rescored(rows: Sequence[Any], unit: NDArray[np.float64], k: int) -> list[Hit]:
+    """Candidates scored in float64 and rounded as the memory index does, best k first."""
+    if not rows:
+        return []
+    matrix = np.stack([np.frombuffer(r[4], dtype=np.float64) for r in rows])
+    sims = np.round(matrix @ unit, COSINE_DECIMALS)
+    positions = [int(r[0]) for r in rows]
+    order = sorted(range(len(rows)), key=lambda i: (-sims[i], positions[i]))[:k]
+    return [_hit(rows[i], float(sims[i])) for i in order]
