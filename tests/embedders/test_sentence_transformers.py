@@ -50,8 +50,9 @@ def _reference(folder: Path, text: str) -> np.ndarray:
     with torch.no_grad():
         states = model(**encoded).last_hidden_state[0].numpy().astype(np.float64)
     mask = encoded["attention_mask"][0].numpy().astype(bool)
-    mean = states[mask].mean(axis=0)
-    return mean / np.linalg.norm(mean)
+    mean: np.ndarray = states[mask].mean(axis=0)
+    result: np.ndarray = mean / np.linalg.norm(mean)
+    return result
 
 
 def test_vectors_are_the_normalised_mean_of_the_token_states(

@@ -221,4 +221,3 @@ def _parse_embeddings(body: Any, expected: int, url: str) -> NDArray[np.float64]
     if not np.isfinite(matrix).all():
         raise EmbeddingServiceError(f"{url} returned NaN or infinity in an embedding", status=200)
     return matrix
-

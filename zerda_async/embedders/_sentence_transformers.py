@@ -52,8 +52,7 @@ class SentenceTransformerEmbedder:
             )
         except Exception as exc:  # the library raises many types for a broken folder
             raise EmbedderLoadError(
-                f"sentence-transformers could not load {str(folder)!r}: "
-                f"{type(exc).__name__}: {exc}"
+                f"sentence-transformers could not load {str(folder)!r}: {type(exc).__name__}: {exc}"
             ) from exc
         # Renamed in sentence-transformers 5; the old name warns in newer releases.
         get_dim = getattr(self._model, "get_embedding_dimension", None)

