@@ -5,18 +5,24 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test lint demo bench clean
+.PHONY: setup test test-torch lint demo bench clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench,server,stemming,integrations,stores]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench,server,stemming,integrations,stores,embed,fastembed]'
 	touch $(STAMP)
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# The sentence-transformers adapter's tests need torch (the CPU build on this disk, ~700 MB):
+# kept out of setup so that `make test` stays light; they are skipped without it.
+test-torch: setup
+	$(BIN)/python -m pip install --quiet torch==2.13.0 -e '.[sentence-transformers]'
+	$(BIN)/python -m pytest -q tests/embedders
 
 lint: setup
 	$(BIN)/ruff check zerda_async sync_api tests bench
@@ -31,6 +37,7 @@ bench: setup
 	$(BIN)/python bench/bench_async.py
 	$(BIN)/python bench/bench_scale.py
 	$(BIN)/python bench/bench_quality.py --latency
+	$(BIN)/python bench/bench_embedders.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -4,6 +4,8 @@
      ├── ConfigError (ValueError)           a configuration field is invalid (names it)
      ├── EngineClosedError (RuntimeError)   the engine is not running
      ├── EmbeddingError (ValueError)        an embedder returned unusable output
+     │    └── EmbeddingServiceError         an embedding endpoint failed (names URL and status)
+     ├── EmbedderLoadError (RuntimeError)   an embedder cannot load (no extra, bad model folder)
      ├── IndexStateError (RuntimeError)     the index cannot do that (no index, no embedder)
      ├── IndexFormatError (ValueError)      a saved index directory is unusable (names the file)
      ├── IndexDirectoryError (ValueError)   a directory holds no index the CLI can open
@@ -37,7 +39,9 @@ __all__ = [
     "REPORTS",
     "AuthenticationError",
     "ConfigError",
+    "EmbedderLoadError",
     "EmbeddingError",
+    "EmbeddingServiceError",
     "EngineClosedError",
     "ErrorReport",
     "HTTPProblem",
@@ -74,6 +78,25 @@ class EngineClosedError(ZerdaError, RuntimeError):
 
 class EmbeddingError(ZerdaError, ValueError):
     """An embedder returned the wrong number of vectors or vectors of the wrong shape."""
+
+
+class EmbeddingServiceError(EmbeddingError):
+    """An embedding endpoint failed or answered nonsense; names the URL and the HTTP status.
+
+    ``status`` is the last HTTP status received, or ``None`` when no answer came
+    (connection refused, timed out).  Raised after the adapter's retries ran out.
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class EmbedderLoadError(ZerdaError, RuntimeError):
+    """An embedder cannot be built: its optional package is missing or its model folder is unusable.
+
+    The message names the extra to install or the folder and the file that is wrong.
+    """
 
 
 class IndexStateError(ZerdaError, RuntimeError):
@@ -228,7 +251,9 @@ REPORTS: dict[type[BaseException], ErrorReport] = {
     EngineClosedError: ErrorReport(503, 1, retry=True),
     TimeoutError: ErrorReport(504, 1),
     StageFailedError: ErrorReport(500, 1),
+    EmbeddingServiceError: ErrorReport(502, 1),
     EmbeddingError: ErrorReport(500, 1),
+    EmbedderLoadError: ErrorReport(500, 1),
     IndexStateError: ErrorReport(409, 1),
     IndexFormatError: ErrorReport(500, 1),
     SyncCallError: ErrorReport(500, 1),
