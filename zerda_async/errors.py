@@ -52,10 +52,10 @@ __all__ = [
     "MissingSourceQualityMap",
     "RequestBodyError",
     "StageFailedError",
-    "SyncCallError",
-    "TokenizerUnavailableError",
     "StoreSchemaError",
     "StoreUnavailableError",
+    "SyncCallError",
+    "TokenizerUnavailableError",
     "UsageError",
     "ZerdaError",
     "annotate_stage_error",
@@ -162,6 +162,8 @@ class SyncCallError(ZerdaError, RuntimeError):
 
 class TokenizerUnavailableError(ZerdaError, LookupError):
     """A token counter's tokenizer files are not available locally; names what is missing."""
+
+
 class StoreUnavailableError(ZerdaError, ConnectionError):
     """A shared store (index, session, cache or learning) did not answer in time.
 

@@ -108,7 +108,7 @@ def build_sentence_transformer(folder: Path, seed: int = 0) -> Path:
         from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
     except ImportError:
         from sentence_transformers.models import Pooling, Transformer
-    from transformers import BertConfig, BertModel, BertTokenizerFast  # type: ignore[attr-defined]
+    from transformers import BertConfig, BertModel, BertTokenizerFast
 
     raw = folder / "bert"
     raw.mkdir(parents=True, exist_ok=True)

@@ -85,7 +85,7 @@ def test_backend_refuses_an_engine_whose_cache_would_hide_the_chunks() -> None:
     with pytest.raises(ConfigError, match=r"cache\.enabled"):
         ZerdaBackend(ContextEngine().index(CORPUS))
     with pytest.raises(TypeError, match="engine must be"):
-        ZerdaBackend(object())  # type: ignore[arg-type]
+        ZerdaBackend(object())
 
 
 @needs_langchain

@@ -67,7 +67,7 @@ class Page:
     async def send(self, method: str, **params: Any) -> dict[str, Any]:
         """Send one command to the tab; its result (raises on a protocol error)."""
         ident = next(self._ids)
-        done, box = anyio.Event(), []
+        done, box = anyio.Event(), list[Any]()
         self._waiting[ident] = (done, box)
         payload = {"id": ident, "method": method, "params": params, "sessionId": self._session}
         await self._ws.send(json.dumps(payload))
@@ -180,7 +180,7 @@ async def _browser_call(
 ) -> dict[str, Any]:
     # Browser-level commands go without a session id.
     ident = next(browser._ids)
-    done, box = anyio.Event(), []
+    done, box = anyio.Event(), list[Any]()
     browser._waiting[ident] = (done, box)
     await ws.send(json.dumps({"id": ident, "method": method, "params": params}))
     with anyio.fail_after(30):

@@ -31,9 +31,9 @@ from zerda_async.embedders._sentence_transformers import SentenceTransformerEmbe
 from zerda_async.embedders._use import UniversalSentenceEncoder, use_available
 
 __all__ = [
+    "AsyncTextEmbedder",
     "BatchEmbedFn",
     "EmbedFn",
-    "AsyncTextEmbedder",
     "Embedder",
     "FastEmbedEmbedder",
     "HashingEmbedder",
