@@ -128,6 +128,19 @@ def _array(path: Path, dtype: Any, shape: tuple[int, ...]) -> NDArray[Any]:
     return array
 
 
+_FILES = (
+    "chunks.msgpack",
+    "vocabulary.msgpack",
+    "doc_lengths.npy",
+    "postings_offsets.npy",
+    "postings_docs.npy",
+    "postings_tfs.npy",
+    "config.json",
+    "sources.json",
+)
+"""The files of every generation (``vectors.npy`` too when the manifest names a dtype)."""
+
+
 def load_index(path: str | os.PathLike[str]) -> SavedIndex:
     """Read, verify and assemble the current generation of ``path`` (blocking file I/O).
 
@@ -137,59 +150,51 @@ def load_index(path: str | os.PathLike[str]) -> SavedIndex:
     directory = _generation(Path(path))
     manifest_path = directory / MANIFEST_FILE
     manifest = _read_manifest(manifest_path)
-    names = [
-        "chunks.msgpack",
-        "vocabulary.msgpack",
-        "doc_lengths.npy",
-        "postings_offsets.npy",
-        "postings_docs.npy",
-        "postings_tfs.npy",
-        "config.json",
-        "sources.json",
-    ]
+    names = list(_FILES)
     if manifest.dtype is not None:
         if manifest.dtype not in ("float64", "float32"):
             raise IndexFormatError(manifest_path, f"unknown vector dtype {manifest.dtype!r}")
         names.append("vectors.npy")
     _verify(directory, manifest, names)
-
-    n = manifest.chunks
     records: list[StoredChunk] = _decode(directory / "chunks.msgpack", list[StoredChunk])
-    if len(records) != n:
+    if len(records) != manifest.chunks:
         raise IndexFormatError(
-            directory / "chunks.msgpack", f"{len(records)} records, expected {n}"
+            directory / "chunks.msgpack", f"{len(records)} records, expected {manifest.chunks}"
         )
+    corpus = CorpusIndex.restore(
+        records,
+        _keyword_index(directory, manifest),
+        _vector_index(directory, manifest),
+        manifest.corpus_version,
+    )
+    return SavedIndex(
+        corpus=corpus,
+        config=_config(directory / "config.json"),
+        source_quality_map=_sources(directory / "sources.json"),
+        manifest=manifest,
+        directory=directory,
+    )
+
+
+def _keyword_index(directory: Path, manifest: Manifest) -> KeywordIndex:
+    n = manifest.chunks
     terms: list[str] = _decode(directory / "vocabulary.msgpack", list[str])
     vocabulary = {term: i for i, term in enumerate(terms)}
     if len(vocabulary) != manifest.vocabulary or len(terms) != manifest.vocabulary:
         raise IndexFormatError(directory / "vocabulary.msgpack", "wrong or repeated terms")
     segment = _postings(directory, manifest, n)
     lengths = _array(directory / "doc_lengths.npy", np.int32, (n,))
-    vectors = None
-    if manifest.dtype is not None:
-        rows = _array(directory / "vectors.npy", manifest.dtype, (n, manifest.dim))
-        vectors = VectorIndex.from_unit_rows(
-            rows, "float32" if manifest.dtype == "float32" else "float64"
-        )
-    config = _config(directory / "config.json")
-    sources = _sources(directory / "sources.json")
     try:
-        keyword = KeywordIndex.from_arrays(vocabulary, segment, lengths, manifest.analyzer)
+        return KeywordIndex.from_arrays(vocabulary, segment, lengths, manifest.analyzer)
     except ConfigError as exc:
-        raise IndexFormatError(manifest_path, f"text analyzer: {exc}") from None
-    corpus = CorpusIndex.restore(
-        records,
-        keyword,
-        vectors,
-        manifest.corpus_version,
-    )
-    return SavedIndex(
-        corpus=corpus,
-        config=config,
-        source_quality_map=sources,
-        manifest=manifest,
-        directory=directory,
-    )
+        raise IndexFormatError(directory / MANIFEST_FILE, f"text analyzer: {exc}") from None
+
+
+def _vector_index(directory: Path, manifest: Manifest) -> VectorIndex | None:
+    if manifest.dtype is None:
+        return None
+    rows = _array(directory / "vectors.npy", manifest.dtype, (manifest.chunks, manifest.dim))
+    return VectorIndex.from_unit_rows(rows, "float32" if manifest.dtype == "float32" else "float64")
 
 
 def _postings(directory: Path, manifest: Manifest, n: int) -> PostingSegment:
