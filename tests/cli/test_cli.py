@@ -136,7 +136,8 @@ def test_query_json_puts_only_the_result_on_stdout(built_index: Path) -> None:
     assert result["chunks_used"][0]["doc_id"] == "bm25"
     assert result["chunks_used"][0]["metadata"]["topic"] == "search"
     assert set(result["timings_ms"]) >= {"analysis", "retrieved", "composed", "guarded"}
-    assert done.stderr.startswith("timings: analysis ")
+    # Timings on stderr (after any guard warning: one chunk in "minimal" has no source marker).
+    assert any(line.startswith("timings: analysis ") for line in done.stderr.splitlines())
 
 
 def test_demo_runs_the_example_queries() -> None:

@@ -1,8 +1,9 @@
 """``zerda demo`` (and ``python -m zerda_async.apps._demo``): the bundled corpus, end to end.
 
-Runs on the embedded defaults only (in-process numpy index, the offline
-lexical hashing embedder, memory cache): indexes the bundled bilingual corpus
-into a temporary directory, loads it back, and runs an Arabic query, an
+Runs on the embedded defaults only (in-process numpy index, memory cache) with
+a profile of :mod:`zerda_async.apps._profiles` (``recommended`` unless named:
+keyword search only; ``documented``: the lexical hashing embedder): indexes
+the bundled bilingual corpus into a temporary directory, loads it back, and runs an Arabic query, an
 English query, a concurrent batch and a multi-query, printing the contexts
 and the time each stage took.
 """
@@ -19,10 +20,9 @@ from typing import Any, TextIO
 import anyio
 import msgspec
 
+from zerda_async.apps._profiles import DEFAULT_PROFILE, choose_embedder, profile_config
 from zerda_async.apps._runs import STAGE_EVENTS, TimedResult, run_timed
 from zerda_async.apps._saved_index import IndexManifest, build_index, open_index, save_index
-from zerda_async.core.config import ContextEngineConfig
-from zerda_async.embedders._hashing import HashingEmbedder
 from zerda_async.engine._engine import AsyncContextEngine
 
 __all__ = ["DemoChunk", "load_demo_corpus", "main", "run_demo"]
@@ -61,27 +61,42 @@ def _show(out: TextIO, title: str, context: str, timing: str) -> None:
     out.write(f"\n=== {title}\n{context}\n-- {timing}\n")
 
 
-async def run_demo(directory: Path, out: TextIO = sys.stdout) -> None:
-    """Index the corpus into ``directory``, load it back and run the example queries."""
-    corpus = load_demo_corpus()
-    embedder = HashingEmbedder()
-    started = time.perf_counter()
-    async with AsyncContextEngine() as engine:
-        await build_index(engine, corpus, embedder)
+async def _build(directory: Path, corpus: list[DemoChunk], profile: str) -> str:
+    """Index ``corpus`` with ``profile`` into ``directory``; the embedder's name."""
+    config = profile_config(profile)
+    choice = choose_embedder(profile)
+    async with AsyncContextEngine(config) as engine:
+        await build_index(engine, corpus, choice.embedder)
         manifest = IndexManifest(
-            embedder_params=embedder.params(), chunks=len(corpus), files=["demo_corpus.jsonl"]
+            profile=profile,
+            text_analyzer=config.retriever.text_analyzer,
+            embedder=choice.name,
+            embedder_params={} if choice.embedder is None else choice.embedder.params(),
+            chunks=len(corpus),
+            files=["demo_corpus.jsonl"],
         )
         await save_index(engine, directory, manifest)
+    return choice.name
+
+
+async def run_demo(
+    directory: Path, out: TextIO = sys.stdout, profile: str = DEFAULT_PROFILE
+) -> None:
+    """Index the corpus into ``directory`` with ``profile``, load it back, run the queries."""
+    corpus = load_demo_corpus()
+    started = time.perf_counter()
+    embedder = await _build(directory, corpus, profile)
     elapsed = (time.perf_counter() - started) * 1000
     langs = sorted({str(c.metadata.get("lang")) for c in corpus})
     topics = sorted({str(c.metadata.get("topic")) for c in corpus})
     out.write(
         f"indexed {len(corpus)} documents ({', '.join(langs)}; topics: {', '.join(topics)}) "
         f"into {directory} in {elapsed:.1f} ms\n"
+        f"profile {profile}, embedder {embedder}\n"
     )
 
     for template, query in (("arabic", ARABIC_QUERY), ("english", ENGLISH_QUERY)):
-        config = ContextEngineConfig()
+        config = profile_config(profile)
         config.composer.template = template
         started = time.perf_counter()
         async with open_index(directory, config) as engine:
@@ -112,10 +127,10 @@ async def run_demo(directory: Path, out: TextIO = sys.stdout) -> None:
             out.write(f"\nperformance report: {engine.get_performance_report()}\n")
 
 
-def main() -> None:
-    """Run the demo in a temporary directory (removed afterwards)."""
+def main(profile: str = DEFAULT_PROFILE) -> None:
+    """Run the demo with ``profile`` in a temporary directory (removed afterwards)."""
     with tempfile.TemporaryDirectory(prefix="zerda-demo-") as tmp:
-        anyio.run(run_demo, Path(tmp) / "index")
+        anyio.run(run_demo, Path(tmp) / "index", sys.stdout, profile)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 The directory holds what :meth:`AsyncContextEngine.save` writes (see
 :mod:`zerda_async.indexing._persistence`) plus a small manifest, ``zerda-cli.json``,
-recording which embedder built the vectors (so queries are embedded the same
-way) and which files went in.  The command
+recording the profile and text analyser that built the keyword index and the
+embedder that built the vectors (so queries are analysed and embedded the same
+way; see :mod:`zerda_async.apps._profiles`) and which files went in.  The command
 line and the service only ever touch saved indexes through :func:`save_index`
 and :func:`open_index`.
 
@@ -26,13 +27,15 @@ import anyio.to_thread
 import msgspec
 
 from zerda_async.core.config import ContextEngineConfig, config_from_json
-from zerda_async.embedders._hashing import HashingEmbedder
+from zerda_async.embedders import embedder_from_params
 from zerda_async.engine._engine import AsyncContextEngine
-from zerda_async.errors import IndexDirectoryError
+from zerda_async.errors import EmbedderLoadError, IndexDirectoryError
 from zerda_async.indexing import CURRENT_FILE, MANIFEST_FILE, Manifest
 
 __all__ = [
     "MANIFEST_NAME",
+    "NO_EMBEDDER",
+    "PYTHON_SAVED",
     "IndexManifest",
     "build_index",
     "describe_embedder",
@@ -46,16 +49,23 @@ __all__ = [
 MANIFEST_NAME = "zerda-cli.json"
 """File name of the manifest inside an index directory."""
 
-_FORMAT = 1
+_FORMAT = 2
+_READABLE = (1, 2)  # format 1: before profiles (documented profile, hashing embedder)
 NO_EMBEDDER = "none"
-"""``IndexManifest.embedder`` of an index saved from Python: no embedder recorded."""
+"""``IndexManifest.embedder`` of an index without vectors (keyword only, or saved from Python)."""
+PYTHON_SAVED = ""
+"""``IndexManifest.profile`` of an index saved from Python: its configuration as saved."""
 
 
 class IndexManifest(msgspec.Struct, kw_only=True):
     """What the command line records next to a saved index."""
 
     format: int = _FORMAT
+    profile: str = "documented"
+    """``recommended`` or ``documented``; older manifests were all built with the latter."""
+    text_analyzer: str = "documented"
     embedder: str = "hashing"
+    """The embedder's name (its ``params()["kind"]``), or ``none`` for keyword only."""
     embedder_params: dict[str, Any] = msgspec.field(default_factory=dict)
     chunks: int = 0
     files: list[str] = msgspec.field(default_factory=list)
@@ -77,7 +87,7 @@ def read_manifest(directory: str | Path) -> IndexManifest:
         return _python_saved_manifest(path)
     except (OSError, msgspec.DecodeError) as exc:
         raise IndexDirectoryError(f"{path / MANIFEST_NAME} is unreadable: {exc}") from None
-    if manifest.format != _FORMAT or manifest.embedder != "hashing":
+    if manifest.format not in _READABLE:
         raise IndexDirectoryError(
             f"{path} was written by another version (format {manifest.format}, "
             f"embedder {manifest.embedder!r})"
@@ -98,27 +108,41 @@ def _python_saved_manifest(path: Path) -> IndexManifest:
         saved = msgspec.json.decode((generation / MANIFEST_FILE).read_bytes(), type=Manifest)
     except (OSError, UnicodeDecodeError, msgspec.DecodeError) as exc:
         raise IndexDirectoryError(f"{path} holds an unreadable saved index: {exc}") from None
-    return IndexManifest(embedder=NO_EMBEDDER, chunks=saved.chunks, created=saved.created)
+    return IndexManifest(
+        profile=PYTHON_SAVED, embedder=NO_EMBEDDER, chunks=saved.chunks, created=saved.created
+    )
 
 
 def describe_embedder(manifest: IndexManifest) -> str:
     """One line saying how queries on this index are embedded (for the applications to print)."""
-    if manifest.embedder == NO_EMBEDDER:
+    if manifest.profile == PYTHON_SAVED:
         return (
             "saved from Python: no embedder recorded, so vector search is off "
             "(keyword and metadata search only); configuration as saved"
         )
+    profile = f"{manifest.profile} profile, text analyser {manifest.text_analyzer}"
+    if manifest.embedder == NO_EMBEDDER:
+        return f"{profile}, keyword search only (no embedder; recorded by 'zerda index')"
     dim = manifest.embedder_params.get("dim", "?")
-    return f"embedder: {manifest.embedder} ({dim} dimensions, recorded by 'zerda index')"
+    return f"{profile}, embedder {manifest.embedder} ({dim} dimensions, recorded by 'zerda index')"
 
 
-def make_embedder(manifest: IndexManifest) -> HashingEmbedder | None:
-    """The embedder that built the index described by ``manifest`` (``None``: none recorded)."""
+def make_embedder(manifest: IndexManifest, directory: Any = "the index") -> Any:
+    """The embedder that built the index described by ``manifest`` (``None``: none recorded).
+
+    An embedder that is not installed here is an :class:`IndexDirectoryError`
+    naming it: embedding queries with another one would compare unlike vectors.
+    """
     if manifest.embedder == NO_EMBEDDER:
         return None
     try:
-        return HashingEmbedder.from_params(manifest.embedder_params)
-    except (TypeError, ValueError) as exc:
+        return embedder_from_params(manifest.embedder_params)
+    except EmbedderLoadError as exc:
+        raise IndexDirectoryError(
+            f"{directory} was indexed with the {manifest.embedder} embedder, which cannot be "
+            f"loaded here: {exc}"
+        ) from None
+    except (TypeError, ValueError, KeyError) as exc:
         raise IndexDirectoryError(f"bad embedder parameters in manifest: {exc}") from None
 
 
@@ -142,10 +166,16 @@ def saved_config(directory: str | Path) -> ContextEngineConfig:
 async def build_index(
     engine: AsyncContextEngine,
     chunks: Sequence[Any],
-    embedder: HashingEmbedder,
+    embedder: Any,
     progress: Any = None,
 ) -> None:
-    """Index ``chunks`` into ``engine`` with ``embedder`` (batched, reporting ``progress``)."""
+    """Index ``chunks`` into ``engine`` with ``embedder`` (batched, reporting ``progress``).
+
+    ``embedder=None`` builds a keyword-only index.
+    """
+    if embedder is None:
+        await engine.index(chunks, progress=progress)
+        return
     await engine.index(
         chunks, embed_fn=embedder, batch_embed_fn=embedder.embed_batch, progress=progress
     )
@@ -173,7 +203,7 @@ async def open_index(
     for an index saved from Python).  ``config=None`` uses the saved one.
     """
     manifest = await anyio.to_thread.run_sync(read_manifest, directory)
-    embedder = make_embedder(manifest)
+    embedder = make_embedder(manifest, directory)
     engine = await AsyncContextEngine.load(
         Path(directory),
         embed_fn=embedder,

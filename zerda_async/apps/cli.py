@@ -1,18 +1,22 @@
 """``zerda``: index files, query a saved index, serve it over HTTP, or run the demo.
 
-    zerda index PATH... --out DIR [--chunk-size N] [--dim N] [--all-files]
+    zerda index PATH... --out DIR [--profile P] [--embedder E] [--chunk-size N] [--dim N]
+                [--all-files]
     zerda query DIR "question" [--template T] [--budget N] [--max-chunks N]
-                [--filter KEY=VALUE]... [--timeout S] [--json]
+                [--filter KEY=VALUE]... [--timeout S] [--json] [--profile P] [--embedder E]
     zerda serve DIR [--host 127.0.0.1] [--port 8000] [--max-body-bytes N]
-                [--request-timeout S] [--max-pending N]
-    zerda demo
+                [--request-timeout S] [--max-pending N] [--profile P] [--embedder E]
+    zerda demo [--profile P]
 
-Everything runs on the embedded defaults: the offline, lexical
-:class:`~zerda_async.embedders._hashing.HashingEmbedder` and the in-process
-index.  Bad arguments and failures print one line, ``zerda: error: ...``, and
-exit with status 2 (usage) or 1 (failure); never a traceback.  With
-``query --json`` standard output holds only the result as one JSON document;
-timings and progress always go to standard error then.
+Everything runs on the embedded defaults and the in-process index, with the
+``recommended`` profile (:meth:`ContextEngineConfig.recommended`) unless
+``--profile documented`` is given; the embedder follows the profile (see
+:mod:`zerda_async.apps._profiles`).  A saved index records its profile and
+embedder, and ``query``/``serve`` use them.  Bad arguments and failures print
+one line, ``zerda: error: ...``, and exit with status 2 (usage) or 1
+(failure); never a traceback.  With ``query --json`` standard output holds
+only the result as one JSON document; timings and progress always go to
+standard error then.
 """
 
 from __future__ import annotations
@@ -31,9 +35,18 @@ import anyio
 import msgspec
 
 from zerda_async.apps._ingest import SUFFIXES, read_paths
+from zerda_async.apps._profiles import (
+    DEFAULT_PROFILE,
+    EMBEDDER_CHOICES,
+    PROFILES,
+    check_requested,
+    choose_embedder,
+    profile_config,
+)
 from zerda_async.apps._runs import STAGE_EVENTS, TimedResult, run_timed
 from zerda_async.apps._saved_index import (
     MANIFEST_NAME,
+    PYTHON_SAVED,
     IndexManifest,
     build_index,
     describe_embedder,
@@ -45,7 +58,6 @@ from zerda_async.apps._saved_index import (
 from zerda_async.apps._wire import result_out
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.templates import TEMPLATES
-from zerda_async.embedders._hashing import HashingEmbedder
 from zerda_async.engine._engine import AsyncContextEngine
 from zerda_async.errors import UsageError, ZerdaError, report_for
 
@@ -58,6 +70,9 @@ _UTF8 = ("utf-8", "utf8")
 _FILTER = ContextEngineConfig().filter_cfg
 _MIN_CHUNK = _FILTER.min_chunk_length
 _MAX_CHUNK = _FILTER.max_chunk_length
+# Default --chunk-size by profile: a few chunks fit the recommended profile's
+# smallest budget (2,000 characters); 800 is what the documented CLI always used.
+CHUNK_SIZES = {"recommended": 400, "documented": 800}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -119,21 +134,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser(
         "index",
         help="read text files or folders, chunk, embed and save an index",
-        description="Read files (or folders of them), split them into chunks, embed them with "
-        "the offline lexical hashing embedder and save the index into DIR. A file named here "
-        "is read whatever its extension; folders are searched for "
+        description="Read files (or folders of them), split them into chunks, index them "
+        "with the profile's analyser (and embedder) and save the index into DIR. A file named "
+        "here is read whatever its extension; folders are searched for "
         f"{', '.join(sorted(SUFFIXES))} files. Unreadable and non-UTF-8 files are reported by "
         "name and skipped.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to read")
     p.add_argument("--out", required=True, metavar="DIR", help="directory to save the index in")
+    _add_profile_flags(p, building=True)
     p.add_argument(
         "--chunk-size",
         type=_positive_int,
-        default=800,
+        default=None,
         metavar="N",
-        help=f"maximum characters per chunk, {_MIN_CHUNK}-{_MAX_CHUNK} (default 800): the "
-        "chunk filter drops chunks outside its length window",
+        help=f"maximum characters per chunk, {_MIN_CHUNK}-{_MAX_CHUNK} (default 400 with the "
+        "recommended profile, 800 with the documented one): the chunk filter drops chunks "
+        "outside its length window",
     )
     p.add_argument(
         "--all-files",
@@ -156,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--template",
         choices=list(TEMPLATES),
         default=None,
-        help="context template (default: arabic)",
+        help="context template (default: the index's profile: auto (by the query's "
+        "language) for recommended, arabic for documented)",
     )
     p.add_argument("--budget", type=_positive_int, metavar="N", help="context budget in characters")
     p.add_argument("--max-chunks", type=_positive_int, metavar="N", help="chunks to keep at most")
@@ -172,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--json", action="store_true", help="print only the full result as JSON on stdout"
     )
+    _add_profile_flags(p, building=False)
 
     p = commands.add_parser("serve", help="serve a saved index over HTTP")
     p.add_argument("index_dir", metavar="DIR", help="a directory written by 'zerda index'")
@@ -211,9 +230,47 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="let pages from ORIGIN call the service (repeatable; none by default)",
     )
+    _add_profile_flags(p, building=False)
 
-    commands.add_parser("demo", help="index the bundled bilingual corpus and run example queries")
+    p = commands.add_parser(
+        "demo", help="index the bundled bilingual corpus and run example queries"
+    )
+    p.add_argument(
+        "--profile", choices=PROFILES, default=DEFAULT_PROFILE, help="default: recommended"
+    )
     return parser
+
+
+def _add_profile_flags(p: argparse.ArgumentParser, building: bool) -> None:
+    """``--profile`` and ``--embedder``: chosen when building, checked against the index after."""
+    if building:
+        p.add_argument(
+            "--profile",
+            choices=PROFILES,
+            default=DEFAULT_PROFILE,
+            help="recommended (default: ContextEngineConfig.recommended()) or documented "
+            "(the documented package's behaviour)",
+        )
+        p.add_argument(
+            "--embedder",
+            choices=EMBEDDER_CHOICES,
+            default="auto",
+            help="auto (default): keyword only with the recommended profile, the lexical "
+            "hashing embedder with the documented one",
+        )
+        return
+    p.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default=None,
+        help="the profile the index was built with (default: as recorded; another is an error)",
+    )
+    p.add_argument(
+        "--embedder",
+        choices=EMBEDDER_CHOICES,
+        default=None,
+        help="the embedder the index was built with (default: as recorded; another is an error)",
+    )
 
 
 def _version() -> str:
@@ -309,10 +366,11 @@ def _cmd_index(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out} exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST_NAME).is_file():
         raise UsageError(f"--out {out} is a non-empty directory that holds no zerda index")
-    _check_chunk_size(args.chunk_size)
+    chunk_size = args.chunk_size or CHUNK_SIZES[args.profile]
+    _check_chunk_size(chunk_size)
     try:
         report = read_paths(
-            args.paths, max_chars=args.chunk_size, all_files=args.all_files, min_chars=_MIN_CHUNK
+            args.paths, max_chars=chunk_size, all_files=args.all_files, min_chars=_MIN_CHUNK
         )
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
@@ -331,16 +389,16 @@ def _cmd_index(args: argparse.Namespace) -> int:
         )
     if not report.chunks:
         raise RuntimeError("no text to index in the given paths")
-    embedder = HashingEmbedder(dim=args.dim)
-    manifest = IndexManifest(
-        embedder_params=embedder.params(), chunks=len(report.chunks), files=report.files
-    )
+    config = profile_config(args.profile)
+    choice = choose_embedder(args.profile, args.embedder, args.dim)
+    manifest = _index_manifest(args.profile, config, choice.name, choice.embedder)
+    manifest.chunks, manifest.files = len(report.chunks), report.files
     progress = ProgressBar(sys.stderr)
     started = time.perf_counter()
 
     async def run() -> None:
-        async with AsyncContextEngine() as engine:
-            await build_index(engine, report.chunks, embedder, progress)
+        async with AsyncContextEngine(config) as engine:
+            await build_index(engine, report.chunks, choice.embedder, progress)
             await save_index(engine, out, manifest)
 
     try:
@@ -352,7 +410,35 @@ def _cmd_index(args: argparse.Namespace) -> int:
         f"indexed {len(report.chunks)} chunks from {len(report.files)} file(s) into {out} "
         f"in {elapsed:.2f} s ({len(report.skipped)} skipped)"
     )
+    print(f"{describe_embedder(manifest)}; chunks of at most {chunk_size} characters")
     return 0
+
+
+def _index_manifest(
+    profile: str, config: ContextEngineConfig, name: str, embedder: Any
+) -> IndexManifest:
+    """The manifest recording how an index is built (chunks and files are set after reading)."""
+    return IndexManifest(
+        profile=profile,
+        text_analyzer=config.retriever.text_analyzer,
+        embedder=name,
+        embedder_params={} if embedder is None else embedder.params(),
+    )
+
+
+def _check_profile(args: argparse.Namespace) -> IndexManifest:
+    """The index's manifest, once ``--profile``/``--embedder`` are checked against it."""
+    manifest = read_manifest(args.index_dir)  # a clear error before anything starts
+    if manifest.profile != PYTHON_SAVED:
+        check_requested(
+            args.index_dir, manifest.profile, manifest.embedder, args.profile, args.embedder
+        )
+    elif args.profile is not None or args.embedder not in (None, "auto"):
+        raise UsageError(
+            f"{args.index_dir} was saved from Python: it opens with its saved configuration "
+            "and no embedder, so --profile and --embedder do not apply"
+        )
+    return manifest
 
 
 def _check_chunk_size(size: int) -> None:
@@ -366,7 +452,7 @@ def _check_chunk_size(size: int) -> None:
 def _cmd_query(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise UsageError("the query is empty")
-    manifest = read_manifest(args.index_dir)  # a clear error before anything starts
+    manifest = _check_profile(args)
     # The index keeps the configuration it was saved with; options apply on top.
     config = saved_config(args.index_dir)
     config.retriever.use_metadata = True  # so --filter pairs are searched
@@ -439,6 +525,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             pass
 
     api_key = _read_api_key(args.api_key_file) if args.api_key_file else None
+    _check_profile(args)
     anyio.run(check_index)
     _err(f"{PROG}: index {args.index_dir}: {describe_embedder(read_manifest(args.index_dir))}")
     settings = ServiceSettings(
@@ -447,6 +534,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         max_pending=args.max_pending,
         cors_origins=list(args.cors_origin),
         api_key=api_key,
+        default_template=saved_config(args.index_dir).composer.template,
     )
     serve_index(args.index_dir, host=args.host, port=args.port, settings=settings)
     return 0
@@ -455,7 +543,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from zerda_async.apps._demo import main as demo
 
-    demo()
+    demo(args.profile)
     return 0
 
 

@@ -13,10 +13,9 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
-from zerda_async.apps._saved_index import open_index, read_manifest
+from zerda_async.apps._saved_index import open_index, read_manifest, saved_config
 from zerda_async.apps.server._access import ACCESS_LOGGER
 from zerda_async.apps.server._app import ServiceSettings, create_app
-from zerda_async.core.config import ContextEngineConfig
 from zerda_async.engine._engine import AsyncContextEngine
 
 __all__ = ["index_app", "serve_index"]
@@ -27,13 +26,19 @@ def index_app(
     settings: ServiceSettings | None = None,
     **engine_kwargs: Any,
 ) -> Starlette:
-    """The service on the index saved in ``directory`` (checked now, loaded at start-up)."""
+    """The service on the index saved in ``directory`` (checked now, loaded at start-up).
+
+    Every engine starts from the configuration saved with the index (its
+    profile), with the request's template and metadata search on top.
+    """
     manifest = read_manifest(directory)
     settings = settings or ServiceSettings()
     engine_kwargs.setdefault("max_in_flight", max(1, min(settings.max_pending, 256)))
 
+    saved = saved_config(directory)  # the profile the index was built with
+
     def open_engine(template: str) -> AbstractAsyncContextManager[AsyncContextEngine]:
-        config = ContextEngineConfig()
+        config = copy.deepcopy(saved)
         config.composer.template = template
         config.retriever.use_metadata = True  # so metadata_filters are searched
         return open_index(directory, config, **engine_kwargs)

