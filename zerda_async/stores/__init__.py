@@ -31,6 +31,7 @@ from zerda_async.stores._memory import (
     MemorySessionStore,
     query_terms,
 )
+from zerda_async.stores._set import Stores
 from zerda_async.stores._protocols import (
     CacheStore,
     Hit,
@@ -74,6 +75,7 @@ __all__ = [
     "RedisSessionStore",
     "SessionStore",
     "StoredChunk",
+    "Stores",
     "StoredTurn",
     "apply_window",
     "matches",

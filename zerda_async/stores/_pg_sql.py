@@ -27,6 +27,8 @@ INDEX_SCHEMA: tuple[tuple[str, ...], ...] = (
         " tf int NOT NULL, PRIMARY KEY (term, pos))",
         "CREATE INDEX {p}postings_pos ON {p}postings (pos)",
     ),
+    # 2: the text analyser the postings were tokenised with (set by the first write).
+    ("ALTER TABLE {p}corpus ADD COLUMN analyzer text",),
 )
 """Migration steps; step ``n`` brings the schema from version ``n - 1`` to ``n``."""
 
