@@ -126,7 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
         "name and skipped.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to read")
-    p.add_argument("--out", required=True, metavar="DIR", help="directory to save the index in")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", metavar="DIR", help="directory to save the index in")
+    where.add_argument(
+        "--store",
+        metavar="URL",
+        help="postgresql://... index store to write into (adds the files' chunks, replacing "
+        "the chunks of files indexed before)",
+    )
     p.add_argument(
         "--chunk-size",
         type=_positive_int,
@@ -173,8 +180,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print only the full result as JSON on stdout"
     )
 
-    p = commands.add_parser("serve", help="serve a saved index over HTTP")
-    p.add_argument("index_dir", metavar="DIR", help="a directory written by 'zerda index'")
+    p = commands.add_parser("serve", help="serve a saved index or an index store over HTTP")
+    p.add_argument(
+        "index_dir", nargs="?", metavar="DIR", help="a directory written by 'zerda index'"
+    )
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="the index: a saved index directory or a postgresql://... index store",
+    )
+    p.add_argument(
+        "--state",
+        default="memory",
+        metavar="URL",
+        help="sessions, cache and statistics: memory (default), redis://... or postgresql://...",
+    )
+    p.add_argument(
+        "--workers", type=_positive_int, default=1, metavar="N", help="processes (default 1)"
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
     p.add_argument(
@@ -304,6 +327,8 @@ def _err(message: str) -> None:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
+    if args.store is not None:
+        return _index_into_store(args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a directory")
@@ -353,6 +378,66 @@ def _cmd_index(args: argparse.Namespace) -> int:
         f"in {elapsed:.2f} s ({len(report.skipped)} skipped)"
     )
     return 0
+
+
+def _read_report(args: argparse.Namespace) -> Any:
+    _check_chunk_size(args.chunk_size)
+    try:
+        report = read_paths(
+            args.paths, max_chars=args.chunk_size, all_files=args.all_files, min_chars=_MIN_CHUNK
+        )
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    for skipped in report.skipped:
+        _err(f"{PROG}: skipped {skipped.path}: {skipped.reason}")
+    if not report.chunks:
+        raise RuntimeError("no text to index in the given paths")
+    return report
+
+
+def _index_into_store(args: argparse.Namespace) -> int:
+    """``zerda index PATH... --store postgresql://...``: one transaction, seen by every replica."""
+    from zerda_async.apps.server._replica import EMBEDDER_SETTING, is_postgres_url
+    from zerda_async.stores import PostgresIndexStore
+
+    if not is_postgres_url(args.store):
+        raise UsageError(f"--store {args.store!r}: give a postgresql://... URL (or use --out)")
+    report = _read_report(args)
+    embedder = HashingEmbedder(dim=args.dim)
+    started = time.perf_counter()
+
+    async def run() -> int:
+        store = await PostgresIndexStore.open(args.store)
+        try:
+            recorded = await store.setting(EMBEDDER_SETTING)
+            if recorded is not None and recorded != embedder.params():
+                raise UsageError(
+                    f"the index store's vectors were built with {recorded}; "
+                    f"index with the same --dim (got {embedder.params()})"
+                )
+            await store.set_setting(EMBEDDER_SETTING, embedder.params())
+            # Files indexed again replace their chunks (doc ids come from the file names).
+            gone = await _stale_doc_ids(store, report)
+            vectors = embedder.embed_batch([c.text for c in report.chunks])
+            version: int = await store.replace(report.chunks, vectors, also_remove=gone)
+            return version
+        finally:
+            await store.aclose()
+
+    version = anyio.run(run)
+    elapsed = time.perf_counter() - started
+    print(
+        f"indexed {len(report.chunks)} chunks from {len(report.files)} file(s) into the index "
+        f"store (corpus version {version}) in {elapsed:.2f} s ({len(report.skipped)} skipped)"
+    )
+    return 0
+
+
+async def _stale_doc_ids(store: Any, report: Any) -> list[str]:
+    """Doc ids of chunks of the given files that the new chunking no longer produces."""
+    fresh = {str(c.doc_id) for c in report.chunks}
+    stems = {str(c.doc_id).rsplit("#", 1)[0] for c in report.chunks}
+    return [d for d in await store.doc_ids() if d.rsplit("#", 1)[0] in stems and d not in fresh]
 
 
 def _check_chunk_size(size: int) -> None:
@@ -427,20 +512,26 @@ def _read_api_key(path: str) -> str:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
-        from zerda_async.apps.server import ServiceSettings, serve_index
+        from zerda_async.apps.server import ServiceSettings, serve_stores
+        from zerda_async.apps.server._replica import check_state_url, is_postgres_url
     except ImportError as exc:
         raise RuntimeError(
             f"the HTTP service needs the 'server' extra (pip install 'zerda-async[server]'): {exc}"
         ) from None
+    if (args.index_dir is None) == (args.store is None):
+        raise UsageError("give the index once: 'zerda serve DIR' or 'zerda serve --store URL'")
+    store: str = args.store or args.index_dir
+    check_state_url(args.state)
 
     async def check_index() -> None:
         # Load once before uvicorn starts, so a bad index is a one-line error.
-        async with open_index(args.index_dir):
+        async with open_index(store):
             pass
 
     api_key = _read_api_key(args.api_key_file) if args.api_key_file else None
-    anyio.run(check_index)
-    _err(f"{PROG}: index {args.index_dir}: {describe_embedder(read_manifest(args.index_dir))}")
+    if not is_postgres_url(store):
+        anyio.run(check_index)
+        _err(f"{PROG}: index {store}: {describe_embedder(read_manifest(store))}")
     settings = ServiceSettings(
         max_body_bytes=args.max_body_bytes,
         request_timeout=args.request_timeout,
@@ -448,7 +539,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         cors_origins=list(args.cors_origin),
         api_key=api_key,
     )
-    serve_index(args.index_dir, host=args.host, port=args.port, settings=settings)
+    serve_stores(
+        store, args.state, host=args.host, port=args.port, workers=args.workers, settings=settings
+    )
     return 0
 
 

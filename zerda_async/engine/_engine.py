@@ -37,7 +37,7 @@ from zerda_async.pipeline._job import Job, check_run_keywords, make_job
 from zerda_async.pipeline._operations import join_multi_query, plan_multi_query
 from zerda_async.pipeline._requests import Request, RunnerSettings
 from zerda_async.pipeline._state import Components, EngineState
-from zerda_async.stores import Stores, StoredTurn
+from zerda_async.stores import StoredTurn, Stores
 
 __all__ = ["AsyncContextEngine", "EngineStatistics", "Offload"]
 
@@ -64,6 +64,10 @@ class EngineStatistics(msgspec.Struct, frozen=True, kw_only=True):
     corpus_size: int
     corpus_version: int
     vector_dtype: str
+    cache_bypassed: int = 0
+    """Requests whose shared cache store did not answer (served without the cache)."""
+    learning_bypassed: int = 0
+    """Samples or reads the shared learning store did not answer (this replica's kept)."""
 
 
 class AsyncContextEngine:
@@ -600,6 +604,8 @@ class AsyncContextEngine:
             corpus_size=self.corpus_size,
             corpus_version=self.corpus_version,
             vector_dtype=self._indexes.dtype,
+            cache_bypassed=state.bypassed["cache"],
+            learning_bypassed=state.bypassed["learning"],
         )
 
     @property

@@ -1,4 +1,4 @@
-"""The awaiting halves of the stages that use shared stores (see :class:`~zerda_async.stores.Stores`).
+"""The awaiting halves of the stages that use shared stores (:class:`~zerda_async.stores.Stores`).
 
 Each function is what one stage's ``apply_async`` does when the engine has the
 corresponding store; without it the stage keeps its sync ``apply`` (today's
@@ -103,7 +103,9 @@ async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
     if cfg.use_metadata and pairs:
         search = getattr(store, "metadata_search", None)
         if search is None:
-            raise ConfigError(f"{type(store).__name__} has no metadata search: disable use_metadata")
+            raise ConfigError(
+                f"{type(store).__name__} has no metadata search: disable use_metadata"
+            )
         hits = await search(pairs, k)
         metadata = [
             ScoredChunk(
@@ -146,6 +148,8 @@ async def cached_composition(job: Job, state: EngineState) -> Composition | None
     if cache is None:
         job.cache_key, job.cache_version = f"{base}@{version}", version
         return state.cache.get_composition(job.cache_key)
+    # Engines with other templates may share the store: the template is part of the key.
+    base = f"{state.config.composer.template}|{base}"
     try:
         deadline = time.monotonic() + LOCK_SECONDS
         while True:
@@ -177,7 +181,9 @@ async def store_composition(job: Job, state: EngineState) -> None:
         return
     try:
         if job.guard_passed:
-            await cache.put(job.cache_key, job.cache_version, msgspec.json.encode(composition).decode())
+            await cache.put(
+                job.cache_key, job.cache_version, msgspec.json.encode(composition).decode()
+            )
         if job.cache_locked:
             await cache.release(job.cache_key, job.cache_version)
             job.cache_locked = False

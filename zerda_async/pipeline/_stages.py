@@ -20,9 +20,9 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 
+import zerda_async.pipeline._shared as _shared
 from zerda_async.core.composer import compose_with_citations
 from zerda_async.core.models import Composition, ContextResult
-from zerda_async.pipeline import _shared
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._state import EngineState
 from zerda_async.stores import LearningSample

@@ -31,7 +31,6 @@ from zerda_async.stores._memory import (
     MemorySessionStore,
     query_terms,
 )
-from zerda_async.stores._set import Stores
 from zerda_async.stores._protocols import (
     CacheStore,
     Hit,
@@ -42,6 +41,7 @@ from zerda_async.stores._protocols import (
     StoredChunk,
     StoredTurn,
 )
+from zerda_async.stores._set import Stores
 
 _LAZY = {
     "PostgresIndexStore": "zerda_async.stores._postgres_index",
@@ -75,8 +75,8 @@ __all__ = [
     "RedisSessionStore",
     "SessionStore",
     "StoredChunk",
-    "Stores",
     "StoredTurn",
+    "Stores",
     "apply_window",
     "matches",
     "parse_filters",

@@ -37,8 +37,8 @@ from pgvector.psycopg import register_vector_async
 from psycopg.types.json import Jsonb
 
 from ..core.index import BM25_B, BM25_K1, COSINE_DECIMALS, unit_rows
-from ..core.index.chunks import chunk_doc_id, chunk_metadata, chunk_text
 from ..core.index.analysis import DOCUMENTED, analyzer_for
+from ..core.index.chunks import chunk_doc_id, chunk_metadata, chunk_text
 from ..errors import ConfigError
 from ._filters import Filters, parse_filters
 from ._pg_common import PgPool, migrate, valid_prefix
@@ -180,9 +180,19 @@ class PostgresIndexStore:
         """Append ``chunks`` in one transaction; returns the new version."""
         return await self._write(list(chunks), vectors, replace=False)
 
-    async def replace(self, chunks: Sequence[Any], vectors: ArrayLike | None = None) -> int:
-        """Remove the chunks of the doc ids in ``chunks`` and append them, in one transaction."""
-        return await self._write(list(chunks), vectors, replace=True)
+    async def replace(
+        self,
+        chunks: Sequence[Any],
+        vectors: ArrayLike | None = None,
+        *,
+        also_remove: Sequence[str] = (),
+    ) -> int:
+        """Remove the chunks of the doc ids in ``chunks`` and append them, in one transaction.
+
+        ``also_remove`` doc ids are removed in the same transaction (a file
+        re-indexed into fewer chunks loses the others with the same version).
+        """
+        return await self._write(list(chunks), vectors, replace=True, extra=also_remove)
 
     async def remove(self, doc_ids: Sequence[str]) -> int:
         """Remove every chunk of ``doc_ids`` in one transaction."""
@@ -208,7 +218,14 @@ class PostgresIndexStore:
                 f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
             )
 
-    async def _write(self, items: list[Any], vectors: ArrayLike | None, *, replace: bool) -> int:
+    async def _write(
+        self,
+        items: list[Any],
+        vectors: ArrayLike | None,
+        *,
+        replace: bool,
+        extra: Sequence[str] = (),
+    ) -> int:
         if not items:
             return await self.version()
         prepared = await anyio.to_thread.run_sync(_prepare, items, vectors, self.analyzer)
@@ -217,7 +234,8 @@ class PostgresIndexStore:
             await self._claim_analyzer(conn)
             gone, gone_length = 0, 0
             if replace:
-                gone, gone_length = await self._delete(conn, list(dict.fromkeys(prepared.doc_ids)))
+                ids = [*prepared.doc_ids, *(str(d) for d in extra)]
+                gone, gone_length = await self._delete(conn, list(dict.fromkeys(ids)))
             new_dim = _check_dim(dim, n_live - gone, prepared.rows)
             await self._copy(conn, prepared, next_pos)
             added = sum(sum(c.values()) for c in prepared.counts)
@@ -249,6 +267,24 @@ class PostgresIndexStore:
         row = await cur.fetchone()
         assert row is not None
         _check_analyzer(str(row[0]), self.analyzer)
+
+    async def setting(self, key: str) -> Any:
+        """The JSON value recorded under ``key`` (None when absent)."""
+        async with self._pg.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT value FROM {self.prefix}settings WHERE key = %s", (key,)
+            )
+            row = await cur.fetchone()
+        return None if row is None else row[0]
+
+    async def set_setting(self, key: str, value: Any) -> None:
+        """Record the JSON ``value`` under ``key`` (replacing an older one)."""
+        async with self._pg.connection() as conn:
+            await conn.execute(
+                f"INSERT INTO {self.prefix}settings VALUES (%s, %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                (key, Jsonb(value)),
+            )
 
     async def check_analyzer(self) -> None:
         """Raise :class:`ConfigError` when the store was written with another analyser."""
