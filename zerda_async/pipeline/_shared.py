@@ -51,6 +51,9 @@ LOCK_SECONDS = 5.0
 """How long a replica's single-flight lock on a cache key lives (a crashed holder's expires)."""
 
 _POLL_SECONDS = 0.02
+_COOL_OFF_SECONDS = 1.0
+"""After a store failed to answer, requests skip it (or fail at once) this long, so a dead
+store costs one timeout per second rather than one per request and per operation."""
 _LEARNING_REFRESH_SECONDS = 1.0
 
 
@@ -125,6 +128,18 @@ async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
     return fusion.retrieve(query, k, job.options.metadata_filters)
 
 
+async def _guarded(state: EngineState, store: Any, operation: Any) -> Any:
+    """``await operation()``, failing at once while ``store`` is cooling off after a failure."""
+    down = state.stores_down.get(id(store))
+    if down is not None and time.monotonic() < down[0]:
+        raise down[1]
+    try:
+        return await operation()
+    except StoreUnavailableError as exc:
+        state.stores_down[id(store)] = (time.monotonic() + _COOL_OFF_SECONDS, exc)
+        raise
+
+
 # -- cache ------------------------------------------------------------------------------
 
 
@@ -153,10 +168,10 @@ async def cached_composition(job: Job, state: EngineState) -> Composition | None
     try:
         deadline = time.monotonic() + LOCK_SECONDS
         while True:
-            found = await cache.get(base, version)
+            found = await _guarded(state, cache, lambda: cache.get(base, version))
             if found is not None:
                 return msgspec.json.decode(found, type=Composition)
-            if await cache.acquire(base, version, LOCK_SECONDS):
+            if await _guarded(state, cache, lambda: cache.acquire(base, version, LOCK_SECONDS)):
                 job.cache_key, job.cache_version, job.cache_locked = base, version, True
                 return None
             if time.monotonic() >= deadline:
@@ -180,13 +195,13 @@ async def store_composition(job: Job, state: EngineState) -> None:
             state.cache.put_composition(job.cache_key, composition)
         return
     try:
+        key, version = job.cache_key, job.cache_version
         if job.guard_passed:
-            await cache.put(
-                job.cache_key, job.cache_version, msgspec.json.encode(composition).decode()
-            )
+            value = msgspec.json.encode(composition).decode()
+            await _guarded(state, cache, lambda: cache.put(key, version, value))
         if job.cache_locked:
-            await cache.release(job.cache_key, job.cache_version)
             job.cache_locked = False
+            await _guarded(state, cache, lambda: cache.release(key, version))
     except StoreUnavailableError:
         state.bypassed["cache"] += 1
 
@@ -199,7 +214,7 @@ async def read_history(state: EngineState, session_id: str) -> ConversationHisto
     store = state.stores.sessions
     assert store is not None
     history = ConversationHistory(session_id=session_id)
-    for turn in await store.turns(session_id):
+    for turn in await _guarded(state, store, lambda: store.turns(session_id)):
         history.add_turn(query=turn.query, answer=turn.answer)
     return history
 
@@ -208,7 +223,7 @@ async def record_turn(state: EngineState, session_id: str, query: str) -> None:
     """Append the turn (atomically, in the session store)."""
     store = state.stores.sessions
     assert store is not None
-    await store.append_turn(session_id, query)
+    await _guarded(state, store, lambda: store.append_turn(session_id, query))
 
 
 # -- learning ---------------------------------------------------------------------------
@@ -221,7 +236,7 @@ async def refresh_learning(state: EngineState) -> None:
     if store is None or now - state.learning_read_at < _LEARNING_REFRESH_SECONDS:
         return
     try:
-        samples, total = await store.window()
+        samples, total = await _guarded(state, store, store.window)
     except StoreUnavailableError:
         state.bypassed["learning"] += 1
         return
@@ -234,6 +249,6 @@ async def record_learning(state: EngineState, sample: LearningSample) -> None:
     store = state.stores.learning
     assert store is not None
     try:
-        await store.record(sample)
+        await _guarded(state, store, lambda: store.record(sample))
     except StoreUnavailableError:
         state.bypassed["learning"] += 1

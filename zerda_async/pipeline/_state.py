@@ -130,6 +130,8 @@ class EngineState:
         self.stores = Stores()
         self.bypassed: dict[str, int] = {"cache": 0, "learning": 0}
         self.learning_read_at = float("-inf")
+        # Stores that failed to answer (by id): until when requests skip them, and why.
+        self.stores_down: dict[int, tuple[float, Exception]] = {}
 
     # -- shared state lookups -------------------------------------------------
 

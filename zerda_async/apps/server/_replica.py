@@ -50,8 +50,13 @@ def check_state_url(state: str) -> None:
 class StoreSet:
     """The stores of one service process, opened by the first engine and closed by the last."""
 
-    def __init__(self, store: str, state: str, *, prefix: str = "zerda_") -> None:
+    def __init__(
+        self, store: str, state: str, *, prefix: str = "zerda_", request_timeout: float = 30.0
+    ) -> None:
         check_state_url(state)
+        # A request may await a few store operations: each gets a share of its deadline,
+        # so a store that does not answer is reported (503) before the request times out.
+        self.timeout = max(0.2, min(5.0, request_timeout / 4))
         self.store, self.state, self.prefix = store, state, prefix
         self.stores: Stores | None = None
         self._users = 0
@@ -68,7 +73,12 @@ class StoreSet:
             if is_postgres_url(self.store):
                 from zerda_async.stores import PostgresIndexStore
 
-                index = await PostgresIndexStore.open(self.store, prefix=self.prefix)
+                index = await PostgresIndexStore.open(
+                    self.store,
+                    prefix=self.prefix,
+                    operation_timeout=2 * self.timeout,
+                    connect_timeout=self.timeout,
+                )
                 opened.append(index)
                 params = await index.setting(EMBEDDER_SETTING)
                 embedder = HashingEmbedder.from_params(params) if params else None
@@ -82,10 +92,13 @@ class StoreSet:
                     RedisSessionStore,
                 )
 
-                prefix = self.prefix.replace("_", ":")
-                sessions = RedisSessionStore(self.state, prefix=prefix)
-                cache = RedisCacheStore(self.state, prefix=prefix)
-                learning = RedisLearningStore(self.state, prefix=prefix)
+                options: dict[str, Any] = {
+                    "prefix": self.prefix.replace("_", ":"),
+                    "operation_timeout": self.timeout,
+                }
+                sessions = RedisSessionStore(self.state, **options)
+                cache = RedisCacheStore(self.state, **options)
+                learning = RedisLearningStore(self.state, **options)
                 opened += [sessions, cache, learning]
             elif is_postgres_url(self.state):
                 from zerda_async.stores import (
@@ -94,11 +107,17 @@ class StoreSet:
                     PostgresSessionStore,
                 )
 
-                sessions = await PostgresSessionStore.open(self.state, prefix=self.prefix)
+                sessions = await PostgresSessionStore.open(
+                    self.state, prefix=self.prefix, operation_timeout=self.timeout
+                )
                 opened.append(sessions)
-                cache = await PostgresCacheStore.open(self.state, prefix=self.prefix)
+                cache = await PostgresCacheStore.open(
+                    self.state, prefix=self.prefix, operation_timeout=self.timeout
+                )
                 opened.append(cache)
-                learning = await PostgresLearningStore.open(self.state, prefix=self.prefix)
+                learning = await PostgresLearningStore.open(
+                    self.state, prefix=self.prefix, operation_timeout=self.timeout
+                )
                 opened.append(learning)
         except BaseException:
             for store in opened:

@@ -61,7 +61,7 @@ def store_app(
     """
     settings = settings or ServiceSettings()
     engine_kwargs.setdefault("max_in_flight", max(1, min(settings.max_pending, 256)))
-    store_set = StoreSet(store, state)
+    store_set = StoreSet(store, state, request_timeout=settings.request_timeout)
     info: dict[str, Any] = store_set.description()
     if not is_postgres_url(store):
         manifest = read_manifest(store)
