@@ -1,9 +1,11 @@
 """``zerda``: index files, query a saved index, serve it over HTTP, or run the demo.
 
-    zerda index PATH... --out DIR [--chunk-size N] [--dim N] [--all-files]
+    zerda index PATH... (--out DIR | --store postgresql://...) [--chunk-size N] [--dim N]
+                [--all-files]
     zerda query DIR "question" [--template T] [--budget N] [--max-chunks N]
                 [--filter KEY=VALUE]... [--timeout S] [--json]
-    zerda serve DIR [--host 127.0.0.1] [--port 8000] [--max-body-bytes N]
+    zerda serve (DIR | --store DIR|postgresql://...) [--state memory|redis://...|postgresql://...]
+                [--workers N] [--host 127.0.0.1] [--port 8000] [--max-body-bytes N]
                 [--request-timeout S] [--max-pending N]
     zerda demo
 
