@@ -178,6 +178,13 @@ class StoreUnavailableError(ZerdaError, ConnectionError):
         self.url = url
         self.problem = problem
 
+    @classmethod
+    def from_message(cls, message: str) -> StoreUnavailableError:
+        """The error again from its message (as a stream's error event carries it)."""
+        head, _, problem = message.partition(" is unavailable: ")
+        store, _, url = head.partition(" at ")
+        return cls(store, url, problem)
+
 
 class StoreSchemaError(ZerdaError, RuntimeError):
     """A store's schema version is newer than this code knows (upgrade zerda-async)."""

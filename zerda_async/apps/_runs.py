@@ -16,7 +16,7 @@ import msgspec
 
 from zerda_async.core.models import ContextResult
 from zerda_async.engine._engine import AsyncContextEngine
-from zerda_async.errors import StageFailedError, ZerdaError
+from zerda_async.errors import StageFailedError, StoreUnavailableError, ZerdaError
 from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
 
 __all__ = ["STAGE_EVENTS", "TimedResult", "event_name", "run_timed"]
@@ -72,6 +72,9 @@ async def run_timed(
                     total_ms=(time.perf_counter() - started) * 1000,
                 )
             if isinstance(event, ErrorEvent):
+                if event.error_type == StoreUnavailableError.__name__:
+                    # A store that does not answer is reported as itself (503, naming it).
+                    raise StoreUnavailableError.from_message(event.message)
                 raise StageFailedError(event.stage, event.error_type, event.message)
             timings[event_name(event)] = event.duration_ms
     raise ZerdaError("the event stream ended without a result")

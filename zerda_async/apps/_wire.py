@@ -74,6 +74,8 @@ class ContextResponse(msgspec.Struct, kw_only=True):
     pipeline_ms: float
     guard_passed: bool
     guard_warnings: list[str]
+    cache_hit: bool = False
+    """Whether the context came from the context cache (this replica's or the shared one)."""
     template: str = ""
     request_id: str = ""
     timings_ms: dict[str, float] = msgspec.field(default_factory=dict)
@@ -143,6 +145,7 @@ def result_out(
         total_included=result.total_included,
         pipeline_ms=float(result.pipeline_ms),
         guard_passed=bool(result.guard_passed),
+        cache_hit=bool(result.metadata.get("from_cache")),
         guard_warnings=[str(w) for w in result.guard_warnings],
         template=template,
         request_id=request_id,

@@ -1,10 +1,11 @@
 """``zerda``: index files, query a saved index, serve it over HTTP, or run the demo.
 
-    zerda index PATH... --out DIR [--profile P] [--embedder E] [--chunk-size N] [--dim N]
-                [--all-files]
+    zerda index PATH... (--out DIR | --store postgresql://...) [--profile P] [--embedder E]
+                [--chunk-size N] [--dim N] [--all-files]
     zerda query DIR "question" [--template T] [--budget N] [--max-chunks N]
                 [--filter KEY=VALUE]... [--timeout S] [--json] [--profile P] [--embedder E]
-    zerda serve DIR [--host 127.0.0.1] [--port 8000] [--max-body-bytes N]
+    zerda serve (DIR | --store DIR|postgresql://...) [--state memory|redis://...|postgresql://...]
+                [--workers N] [--host 127.0.0.1] [--port 8000] [--max-body-bytes N]
                 [--request-timeout S] [--max-pending N] [--profile P] [--embedder E]
     zerda demo [--profile P]
 
@@ -58,6 +59,7 @@ from zerda_async.apps._saved_index import (
 from zerda_async.apps._wire import result_out
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.templates import TEMPLATES
+from zerda_async.embedders import HashingEmbedder
 from zerda_async.engine._engine import AsyncContextEngine
 from zerda_async.errors import UsageError, ZerdaError, report_for
 
@@ -141,7 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
         "name and skipped.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to read")
-    p.add_argument("--out", required=True, metavar="DIR", help="directory to save the index in")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", metavar="DIR", help="directory to save the index in")
+    where.add_argument(
+        "--store",
+        metavar="URL",
+        help="postgresql://... index store to write into (adds the files' chunks, replacing "
+        "the chunks of files indexed before)",
+    )
     _add_profile_flags(p, building=True)
     p.add_argument(
         "--chunk-size",
@@ -192,8 +201,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_profile_flags(p, building=False)
 
-    p = commands.add_parser("serve", help="serve a saved index over HTTP")
-    p.add_argument("index_dir", metavar="DIR", help="a directory written by 'zerda index'")
+    p = commands.add_parser("serve", help="serve a saved index or an index store over HTTP")
+    p.add_argument(
+        "index_dir", nargs="?", metavar="DIR", help="a directory written by 'zerda index'"
+    )
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="the index: a saved index directory or a postgresql://... index store",
+    )
+    p.add_argument(
+        "--state",
+        default="memory",
+        metavar="URL",
+        help="sessions, cache and statistics: memory (default), redis://... or postgresql://...",
+    )
+    p.add_argument(
+        "--workers", type=_positive_int, default=1, metavar="N", help="processes (default 1)"
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
     p.add_argument(
@@ -361,34 +386,15 @@ def _err(message: str) -> None:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
+    if args.store is not None:
+        return _index_into_store(args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST_NAME).is_file():
         raise UsageError(f"--out {out} is a non-empty directory that holds no zerda index")
     chunk_size = args.chunk_size or CHUNK_SIZES[args.profile]
-    _check_chunk_size(chunk_size)
-    try:
-        report = read_paths(
-            args.paths, max_chars=chunk_size, all_files=args.all_files, min_chars=_MIN_CHUNK
-        )
-    except FileNotFoundError as exc:
-        raise UsageError(str(exc)) from None
-    for skipped in report.skipped:
-        _err(f"{PROG}: skipped {skipped.path}: {skipped.reason}")
-    if report.ignored:
-        kinds = ", ".join(sorted(SUFFIXES))
-        _err(
-            f"{PROG}: ignored {report.ignored} file(s) in folders that are not {kinds} "
-            "(name them, or pass --all-files)"
-        )
-    if report.short:
-        _err(
-            f"{PROG}: note: {report.short} chunk(s) shorter than {_MIN_CHUNK} characters are "
-            "indexed but the chunk filter drops them from contexts"
-        )
-    if not report.chunks:
-        raise RuntimeError("no text to index in the given paths")
+    report = _read_report(args, chunk_size)
     config = profile_config(args.profile)
     choice = choose_embedder(args.profile, args.embedder, args.dim)
     manifest = _index_manifest(args.profile, config, choice.name, choice.embedder)
@@ -426,19 +432,90 @@ def _index_manifest(
     )
 
 
-def _check_profile(args: argparse.Namespace) -> IndexManifest:
+def _check_profile(args: argparse.Namespace, index_dir: str) -> IndexManifest:
     """The index's manifest, once ``--profile``/``--embedder`` are checked against it."""
-    manifest = read_manifest(args.index_dir)  # a clear error before anything starts
+    manifest = read_manifest(index_dir)  # a clear error before anything starts
     if manifest.profile != PYTHON_SAVED:
-        check_requested(
-            args.index_dir, manifest.profile, manifest.embedder, args.profile, args.embedder
-        )
+        check_requested(index_dir, manifest.profile, manifest.embedder, args.profile, args.embedder)
     elif args.profile is not None or args.embedder not in (None, "auto"):
         raise UsageError(
-            f"{args.index_dir} was saved from Python: it opens with its saved configuration "
+            f"{index_dir} was saved from Python: it opens with its saved configuration "
             "and no embedder, so --profile and --embedder do not apply"
         )
     return manifest
+
+
+def _read_report(args: argparse.Namespace, chunk_size: int) -> Any:
+    """Read and chunk the paths, reporting what was skipped, ignored or too short."""
+    _check_chunk_size(chunk_size)
+    try:
+        report = read_paths(
+            args.paths, max_chars=chunk_size, all_files=args.all_files, min_chars=_MIN_CHUNK
+        )
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    for skipped in report.skipped:
+        _err(f"{PROG}: skipped {skipped.path}: {skipped.reason}")
+    if report.ignored:
+        kinds = ", ".join(sorted(SUFFIXES))
+        _err(
+            f"{PROG}: ignored {report.ignored} file(s) in folders that are not {kinds} "
+            "(name them, or pass --all-files)"
+        )
+    if report.short:
+        _err(
+            f"{PROG}: note: {report.short} chunk(s) shorter than {_MIN_CHUNK} characters are "
+            "indexed but the chunk filter drops them from contexts"
+        )
+    if not report.chunks:
+        raise RuntimeError("no text to index in the given paths")
+    return report
+
+
+def _index_into_store(args: argparse.Namespace) -> int:
+    """``zerda index PATH... --store postgresql://...``: one transaction, seen by every replica."""
+    from zerda_async.apps.server._replica import EMBEDDER_SETTING, is_postgres_url
+    from zerda_async.stores import PostgresIndexStore
+
+    if not is_postgres_url(args.store):
+        raise UsageError(f"--store {args.store!r}: give a postgresql://... URL (or use --out)")
+    report = _read_report(args, args.chunk_size or CHUNK_SIZES["documented"])
+    # The store path keeps the documented profile and the hashing embedder for now.
+    embedder = HashingEmbedder(dim=args.dim)
+    started = time.perf_counter()
+
+    async def run() -> int:
+        store = await PostgresIndexStore.open(args.store)
+        try:
+            recorded = await store.setting(EMBEDDER_SETTING)
+            if recorded is not None and recorded != embedder.params():
+                raise UsageError(
+                    f"the index store's vectors were built with {recorded}; "
+                    f"index with the same --dim (got {embedder.params()})"
+                )
+            await store.set_setting(EMBEDDER_SETTING, embedder.params())
+            # Files indexed again replace their chunks (doc ids come from the file names).
+            gone = await _stale_doc_ids(store, report)
+            vectors = embedder.embed_batch([c.text for c in report.chunks])
+            version: int = await store.replace(report.chunks, vectors, also_remove=gone)
+            return version
+        finally:
+            await store.aclose()
+
+    version = anyio.run(run)
+    elapsed = time.perf_counter() - started
+    print(
+        f"indexed {len(report.chunks)} chunks from {len(report.files)} file(s) into the index "
+        f"store (corpus version {version}) in {elapsed:.2f} s ({len(report.skipped)} skipped)"
+    )
+    return 0
+
+
+async def _stale_doc_ids(store: Any, report: Any) -> list[str]:
+    """Doc ids of chunks of the given files that the new chunking no longer produces."""
+    fresh = {str(c.doc_id) for c in report.chunks}
+    stems = {str(c.doc_id).rsplit("#", 1)[0] for c in report.chunks}
+    return [d for d in await store.doc_ids() if d.rsplit("#", 1)[0] in stems and d not in fresh]
 
 
 def _check_chunk_size(size: int) -> None:
@@ -452,7 +529,7 @@ def _check_chunk_size(size: int) -> None:
 def _cmd_query(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise UsageError("the query is empty")
-    manifest = _check_profile(args)
+    manifest = _check_profile(args, args.index_dir)
     # The index keeps the configuration it was saved with; options apply on top.
     config = saved_config(args.index_dir)
     config.retriever.use_metadata = True  # so --filter pairs are searched
@@ -513,30 +590,41 @@ def _read_api_key(path: str) -> str:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
-        from zerda_async.apps.server import ServiceSettings, serve_index
+        from zerda_async.apps.server import ServiceSettings, serve_stores
+        from zerda_async.apps.server._replica import check_state_url, is_postgres_url
     except ImportError as exc:
         raise RuntimeError(
             f"the HTTP service needs the 'server' extra (pip install 'zerda-async[server]'): {exc}"
         ) from None
+    if (args.index_dir is None) == (args.store is None):
+        raise UsageError("give the index once: 'zerda serve DIR' or 'zerda serve --store URL'")
+    store: str = args.store or args.index_dir
+    check_state_url(args.state)
 
     async def check_index() -> None:
         # Load once before uvicorn starts, so a bad index is a one-line error.
-        async with open_index(args.index_dir):
+        async with open_index(store):
             pass
 
     api_key = _read_api_key(args.api_key_file) if args.api_key_file else None
-    _check_profile(args)
-    anyio.run(check_index)
-    _err(f"{PROG}: index {args.index_dir}: {describe_embedder(read_manifest(args.index_dir))}")
+    default_template = None
+    if not is_postgres_url(store):
+        _check_profile(args, store)
+        anyio.run(check_index)
+        _err(f"{PROG}: index {store}: {describe_embedder(read_manifest(store))}")
+        default_template = saved_config(store).composer.template
     settings = ServiceSettings(
         max_body_bytes=args.max_body_bytes,
         request_timeout=args.request_timeout,
         max_pending=args.max_pending,
         cors_origins=list(args.cors_origin),
         api_key=api_key,
-        default_template=saved_config(args.index_dir).composer.template,
     )
-    serve_index(args.index_dir, host=args.host, port=args.port, settings=settings)
+    if default_template is not None:
+        settings.default_template = default_template
+    serve_stores(
+        store, args.state, host=args.host, port=args.port, workers=args.workers, settings=settings
+    )
     return 0
 
 

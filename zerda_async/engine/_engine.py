@@ -27,6 +27,7 @@ from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.index import VECTOR_DTYPES, VectorDType
 from zerda_async.core.models import ContextResult, ConversationHistory, SourceQuality
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
+from zerda_async.embedders import Embedder
 from zerda_async.engine._event_stream import EventStream, add_timeout_note
 from zerda_async.errors import EngineClosedError
 from zerda_async.indexing._lifecycle import IndexLifecycle
@@ -36,6 +37,7 @@ from zerda_async.pipeline._job import Job, check_run_keywords, make_job
 from zerda_async.pipeline._operations import join_multi_query, plan_multi_query
 from zerda_async.pipeline._requests import Request, RunnerSettings
 from zerda_async.pipeline._state import Components, EngineState
+from zerda_async.stores import StoredTurn, Stores
 
 __all__ = ["AsyncContextEngine", "EngineStatistics", "Offload"]
 
@@ -62,6 +64,10 @@ class EngineStatistics(msgspec.Struct, frozen=True, kw_only=True):
     corpus_size: int
     corpus_version: int
     vector_dtype: str
+    cache_bypassed: int = 0
+    """Requests whose shared cache store did not answer (served without the cache)."""
+    learning_bypassed: int = 0
+    """Samples or reads the shared learning store did not answer (this replica's kept)."""
 
 
 class AsyncContextEngine:
@@ -92,6 +98,13 @@ class AsyncContextEngine:
     threads when their measured CPU cost outweighs the thread hop, or
     whenever they call caller code that may block; ``"threads"`` always;
     ``"inline"`` never (on the event loop).
+
+    ``stores`` (a :class:`~zerda_async.stores.Stores` record) moves the index,
+    the sessions, the context cache and the adaptive statistics into shared
+    stores, so that several engines — replicas in other processes or on other
+    machines — serve as one; see the README's "Shared stores" section.  Left
+    ``None`` (or any field of it), everything stays in this process as before.
+    The engine does not close the stores (their owner does).
     """
 
     def __init__(
@@ -106,6 +119,7 @@ class AsyncContextEngine:
         vector_dtype: VectorDType = "float64",
         max_sessions: int | None = 10_000,
         offload: Offload = "auto",
+        stores: Stores | None = None,
         **components: Unpack[Components],
     ) -> None:
         if offload not in _OFFLOAD:
@@ -138,9 +152,28 @@ class AsyncContextEngine:
             ),
         )
         self._runner.policy.forced = _OFFLOAD[offload]
+        self._use_stores(stores or Stores())
         self._indexes = IndexLifecycle(self._state, self._runner, vector_dtype)
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
+
+    def _use_stores(self, stores: Stores) -> None:
+        state = self._state
+        state.stores = stores
+        if stores.index is None:
+            return
+        # Retrieval searches the store: there is no in-process index to wait for.
+        state.source_quality_map = {}
+        embed = stores.embedder
+        if embed is not None:
+            state.query_embedder = Embedder(
+                embed, getattr(embed, "embed_batch", None), limiter=self._runner.limiter
+            )
+
+    @property
+    def stores(self) -> Stores:
+        """The shared stores this engine uses (all ``None``: everything in this process)."""
+        return self._state.stores
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -233,6 +266,8 @@ class AsyncContextEngine:
         contexts of the old corpus are no longer served.
         """
         self._check_open()
+        if self._state.stores.index is not None:
+            return await self._store_write(chunks, replace=False)
         return await self._indexes.add(chunks)
 
     async def update(self, chunks: Sequence[Any]) -> int:
@@ -243,12 +278,35 @@ class AsyncContextEngine:
         chunks with new doc ids are simply added.
         """
         self._check_open()
+        if self._state.stores.index is not None:
+            return await self._store_write(chunks, replace=True)
         return await self._indexes.update(chunks)
 
     async def remove(self, doc_ids: Sequence[Any]) -> int:
         """Remove every chunk whose doc id is in ``doc_ids``; returns how many were removed."""
         self._check_open()
+        store = self._state.stores.index
+        if store is not None:
+            before = await store.count()
+            await store.remove([str(d) for d in doc_ids])
+            return before - await store.count()
         return await self._indexes.remove(doc_ids)
+
+    async def _store_write(self, chunks: Sequence[Any], *, replace: bool) -> int:
+        """``add`` / ``update`` on the index store: one transaction, seen by every replica."""
+        store = self._state.stores.index
+        assert store is not None
+        items = list(chunks)
+        embedder = self._state.query_embedder
+        vectors = None
+        if embedder is not None and items:
+            vectors = await embedder.embed_many([_chunk_text(c) for c in items])
+        before = await store.count()
+        if replace:
+            await store.replace(items, vectors)
+            return len(items) - (await store.count() - before)
+        await store.add(items, vectors)
+        return len(items)
 
     async def save(self, path: str | os.PathLike[str]) -> None:
         """Save the index as a directory (see :mod:`zerda_async.indexing._persistence`).
@@ -493,6 +551,34 @@ class AsyncContextEngine:
             return self._state.history  # type: ignore[no-any-return]
         return self._state.sessions.get(session_id)
 
+    async def turns(self, session_id: str) -> list[StoredTurn]:
+        """The turns of ``session_id`` (query and recorded answer), oldest first.
+
+        Read from the session store when the engine has one, else from this
+        process's conversation; an unknown session has none.
+        """
+        store = self._state.stores.sessions
+        if store is not None:
+            return await store.turns(session_id)
+        history = self._state.sessions.get(session_id)
+        if history is None:
+            return []
+        return [StoredTurn(t.query, t.answer) for t in history.turns]
+
+    async def record_answer(self, session_id: str, answer: str) -> bool:
+        """Record the LLM's ``answer`` on the last turn of ``session_id``; False without a turn.
+
+        Answered turns enrich the session's later queries (``config.multi_turn``).
+        """
+        store = self._state.stores.sessions
+        if store is not None:
+            return await store.set_answer(session_id, answer)
+        history = self._state.sessions.get(session_id)
+        if history is None or not history.turns:
+            return False
+        history.turns[-1].answer = answer
+        return True
+
     def set_conversation(self, history: Any, session_id: str | None = None) -> None:
         """Install ``history`` as the default conversation or as ``session_id``'s."""
         self._state.set_history(history, session_id)
@@ -518,6 +604,8 @@ class AsyncContextEngine:
             corpus_size=self.corpus_size,
             corpus_version=self.corpus_version,
             vector_dtype=self._indexes.dtype,
+            cache_bypassed=state.bypassed["cache"],
+            learning_bypassed=state.bypassed["learning"],
         )
 
     @property
@@ -528,6 +616,10 @@ class AsyncContextEngine:
 
 
 # -- helpers -------------------------------------------------------------------------
+
+
+def _chunk_text(chunk: Any) -> Any:
+    return getattr(chunk, "text", None) or getattr(chunk, "page_content", "")
 
 
 async def _await_and_release(request: Request, limit: anyio.Semaphore) -> None:

@@ -60,6 +60,8 @@ class Job(msgspec.Struct):
     request_id: str = ""
     t_start: float = msgspec.field(default_factory=time.perf_counter)
     cache_key: str | None = None
+    cache_version: int | None = None
+    cache_locked: bool = False
     effective_query: Any = None
     query_vector: Any = None
     analysis: QueryAnalysis | None = None

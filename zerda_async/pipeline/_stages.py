@@ -20,10 +20,12 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 
+import zerda_async.pipeline._shared as _shared
 from zerda_async.core.composer import compose_with_citations
 from zerda_async.core.models import Composition, ContextResult
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._state import EngineState
+from zerda_async.stores import LearningSample
 
 __all__ = [
     "STAGES",
@@ -74,7 +76,11 @@ class Stage(ABC):
 
 
 class CacheLookup(Stage):
-    """Step 0: a cached context for the raw query ends the run with a cache-hit result."""
+    """Step 0: a cached context for the raw query ends the run with a cache-hit result.
+
+    With a shared cache or index store the lookup awaits it (the key carries
+    the store's corpus version; see :mod:`._shared`).
+    """
 
     name = "cache_lookup"
 
@@ -82,20 +88,36 @@ class CacheLookup(Stage):
         if state.cache is None:
             return
         job.cache_key = state.cache_key(job.query, job.options.metadata_filters)
-        cached = state.cache.get_composition(job.cache_key)
-        if cached is not None and cached.context:
-            analysis = state.analyzer.analyze(job.query)
-            job.analysis = analysis
-            job.context = cached.context
-            job.result = ContextResult(
-                context=cached.context,
-                query_analysis=analysis,
-                chunks_used=[],
-                pipeline_ms=(time.perf_counter() - job.t_start) * 1000,
-                metadata={"from_cache": True},
-                citations=list(cached.citations),
-                nothing_relevant=cached.nothing_relevant,
-            )
+        _serve_cached(job, state, state.cache.get_composition(job.cache_key))
+
+    def awaits(self, state: EngineState) -> bool:
+        return _shares_cache(state)
+
+    async def apply_async(self, job: Job, state: EngineState) -> None:
+        _serve_cached(job, state, await _shared.cached_composition(job, state))
+
+
+def _shares_cache(state: EngineState) -> bool:
+    """True when cache keys need a store (a shared cache, or the index store's version)."""
+    return state.cache is not None and (
+        state.stores.cache is not None or state.stores.index is not None
+    )
+
+
+def _serve_cached(job: Job, state: EngineState, cached: Composition | None) -> None:
+    if cached is not None and cached.context:
+        analysis = state.analyzer.analyze(job.query)
+        job.analysis = analysis
+        job.context = cached.context
+        job.result = ContextResult(
+            context=cached.context,
+            query_analysis=analysis,
+            chunks_used=[],
+            pipeline_ms=(time.perf_counter() - job.t_start) * 1000,
+            metadata={"from_cache": True},
+            citations=list(cached.citations),
+            nothing_relevant=cached.nothing_relevant,
+        )
 
 
 class HistoryEnrichment(Stage):
@@ -107,6 +129,20 @@ class HistoryEnrichment(Stage):
         job.effective_query = job.query
         history = state.history_for(job.options.session_id)
         if job.options.use_history and history and state.config.multi_turn:
+            job.effective_query = history.get_enriched_query(job.query, n=2)
+
+    def awaits(self, state: EngineState) -> bool:
+        return state.stores.sessions is not None
+
+    async def apply_async(self, job: Job, state: EngineState) -> None:
+        session_id = job.options.session_id
+        if session_id is None or not state.config.multi_turn:
+            self.apply(job, state)
+            return
+        # Read at the request's turn: every turn completed before, on any replica.
+        job.effective_query = job.query
+        if job.options.use_history:
+            history = await _shared.read_history(state, session_id)
             job.effective_query = history.get_enriched_query(job.query, n=2)
 
 
@@ -129,6 +165,14 @@ class Budget(Stage):
         assert job.analysis is not None
         job.budget = job.options.override_budget or state.adaptive.suggest_budget(job.analysis)
         job.analysis.context_budget = job.budget
+
+    def awaits(self, state: EngineState) -> bool:
+        return state.stores.learning is not None
+
+    async def apply_async(self, job: Job, state: EngineState) -> None:
+        if not job.options.override_budget:
+            await _shared.refresh_learning(state)
+        self.apply(job, state)
 
 
 class QueryEmbedding(Stage):
@@ -179,6 +223,12 @@ class Retrieval(Stage):
                 filters=job.options.metadata_filters,
                 **extra,
             )
+
+    def awaits(self, state: EngineState) -> bool:
+        return state.stores.index is not None
+
+    async def apply_async(self, job: Job, state: EngineState) -> None:
+        job.retrieved = await _shared.store_retrieve(job, state)
 
 
 class SourceQuality(Stage):
@@ -255,6 +305,13 @@ class CacheStore(Stage):
             composition = Composition(job.context, job.citations, job.nothing_relevant)
             state.cache.put_composition(job.cache_key, composition)
 
+    def awaits(self, state: EngineState) -> bool:
+        return _shares_cache(state)
+
+    async def apply_async(self, job: Job, state: EngineState) -> None:
+        if job.cache_key is not None:
+            await _shared.store_composition(job, state)
+
 
 class HistoryRecord(Stage):
     """Step 10: record the raw query and its context as a new (unanswered) turn."""
@@ -267,6 +324,16 @@ class HistoryRecord(Stage):
         history = state.history_for(job.options.session_id)
         if job.options.record_turn and history:
             history.add_turn(query=job.query, context=job.context, analysis=job.analysis)
+
+    def awaits(self, state: EngineState) -> bool:
+        return state.stores.sessions is not None
+
+    async def apply_async(self, job: Job, state: EngineState) -> None:
+        session_id = job.options.session_id
+        if session_id is None:
+            self.apply(job, state)
+        elif job.options.record_turn and state.config.multi_turn:
+            await _shared.record_turn(state, session_id, job.query)
 
 
 class AdaptiveRecord(Stage):
@@ -284,6 +351,19 @@ class AdaptiveRecord(Stage):
             response_ms=job.elapsed_ms,
             guard_passed=job.guard_passed,
         )
+
+    def awaits(self, state: EngineState) -> bool:
+        return state.stores.learning is not None
+
+    async def apply_async(self, job: Job, state: EngineState) -> None:
+        self.apply(job, state)
+        sample = LearningSample(
+            response_ms=job.elapsed_ms,
+            context_length=len(job.context),
+            chunk_count=len(job.ranked),
+            guard_passed=job.guard_passed,
+        )
+        await _shared.record_learning(state, sample)
 
 
 STAGES: tuple[Stage, ...] = (

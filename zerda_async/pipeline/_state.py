@@ -33,6 +33,7 @@ from zerda_async.core.retrieval import (
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
 from zerda_async.embedders import Embedder
 from zerda_async.errors import MissingSourceQualityMap
+from zerda_async.stores import Stores
 
 __all__ = ["Components", "EngineState"]
 
@@ -123,6 +124,14 @@ class EngineState:
         # remove), and it becomes part of every cache key, so a context built
         # from an older corpus is never served.
         self.cache_corpus_version: int | None = None
+        # Shared stores (none by default: everything in this process), what
+        # was bypassed because a cache or learning store did not answer, and
+        # when the shared learning window was last read.
+        self.stores = Stores()
+        self.bypassed: dict[str, int] = {"cache": 0, "learning": 0}
+        self.learning_read_at = float("-inf")
+        # Stores that failed to answer (by id): until when requests skip them, and why.
+        self.stores_down: dict[int, tuple[float, Exception]] = {}
 
     # -- shared state lookups -------------------------------------------------
 

@@ -41,6 +41,7 @@ from zerda_async.stores._protocols import (
     StoredChunk,
     StoredTurn,
 )
+from zerda_async.stores._set import Stores
 
 _LAZY = {
     "PostgresIndexStore": "zerda_async.stores._postgres_index",
@@ -75,6 +76,7 @@ __all__ = [
     "SessionStore",
     "StoredChunk",
     "StoredTurn",
+    "Stores",
     "apply_window",
     "matches",
     "parse_filters",

@@ -27,6 +27,10 @@ INDEX_SCHEMA: tuple[tuple[str, ...], ...] = (
         " tf int NOT NULL, PRIMARY KEY (term, pos))",
         "CREATE INDEX {p}postings_pos ON {p}postings (pos)",
     ),
+    # 2: the text analyser the postings were tokenised with (set by the first write).
+    ("ALTER TABLE {p}corpus ADD COLUMN analyzer text",),
+    # 3: settings the writers record for the readers (the embedder that built the vectors).
+    ("CREATE TABLE {p}settings (key text PRIMARY KEY, value jsonb NOT NULL)",),
 )
 """Migration steps; step ``n`` brings the schema from version ``n - 1`` to ``n``."""
 

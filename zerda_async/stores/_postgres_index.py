@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,10 +37,10 @@ from pgvector.psycopg import register_vector_async
 from psycopg.types.json import Jsonb
 
 from ..core.index import BM25_B, BM25_K1, COSINE_DECIMALS, unit_rows
+from ..core.index.analysis import DOCUMENTED, analyzer_for
 from ..core.index.chunks import chunk_doc_id, chunk_metadata, chunk_text
-from ..core.retrieval.tokenize import tokenize
+from ..errors import ConfigError
 from ._filters import Filters, parse_filters
-from ._memory import query_terms
 from ._pg_common import PgPool, migrate, valid_prefix
 from ._pg_sql import INDEX_SCHEMA, compile_filters
 from ._protocols import Hit, StoredChunk
@@ -61,7 +61,8 @@ class _Prepared:
     rows: NDArray[np.float64] | None
 
 
-def _prepare(chunks: Sequence[Any], vectors: ArrayLike | None) -> _Prepared:
+def _prepare(chunks: Sequence[Any], vectors: ArrayLike | None, analyzer: str) -> _Prepared:
+    tokenize = analyzer_for(analyzer).tokenize
     doc_ids, texts, metas, counts = [], [], [], []
     for chunk in chunks:
         doc_id, text = chunk_doc_id(chunk), chunk_text(chunk)
@@ -94,6 +95,9 @@ class PostgresIndexStore:
     Create it with :meth:`open` (connects, creates or migrates the schema).
     ``search`` picks exact cosine (default) or ``"hnsw"``; ``ef_search`` is
     the HNSW candidate list size (recall against exact: ``bench/bench_scaleout.py``).
+    ``analyzer`` is the keyword text analyser (``retriever.text_analyzer`` of
+    the engine's configuration); the first write records it, and a store
+    written with another one raises :class:`~zerda_async.errors.ConfigError`.
     """
 
     name = "index store"
@@ -108,7 +112,10 @@ class PostgresIndexStore:
         pool_size: int = 4,
         operation_timeout: float = 10.0,
         connect_timeout: float = 5.0,
+        analyzer: str = DOCUMENTED,
     ) -> None:
+        analyzer_for(analyzer)  # an unknown name raises ConfigError here
+        self.analyzer = analyzer
         if search not in ("exact", "hnsw"):
             raise ValueError(f"search must be 'exact' or 'hnsw', got {search!r}")
         self.prefix = valid_prefix(prefix)
@@ -173,9 +180,19 @@ class PostgresIndexStore:
         """Append ``chunks`` in one transaction; returns the new version."""
         return await self._write(list(chunks), vectors, replace=False)
 
-    async def replace(self, chunks: Sequence[Any], vectors: ArrayLike | None = None) -> int:
-        """Remove the chunks of the doc ids in ``chunks`` and append them, in one transaction."""
-        return await self._write(list(chunks), vectors, replace=True)
+    async def replace(
+        self,
+        chunks: Sequence[Any],
+        vectors: ArrayLike | None = None,
+        *,
+        also_remove: Sequence[str] = (),
+    ) -> int:
+        """Remove the chunks of the doc ids in ``chunks`` and append them, in one transaction.
+
+        ``also_remove`` doc ids are removed in the same transaction (a file
+        re-indexed into fewer chunks loses the others with the same version).
+        """
+        return await self._write(list(chunks), vectors, replace=True, extra=also_remove)
 
     async def remove(self, doc_ids: Sequence[str]) -> int:
         """Remove every chunk of ``doc_ids`` in one transaction."""
@@ -201,15 +218,24 @@ class PostgresIndexStore:
                 f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
             )
 
-    async def _write(self, items: list[Any], vectors: ArrayLike | None, *, replace: bool) -> int:
+    async def _write(
+        self,
+        items: list[Any],
+        vectors: ArrayLike | None,
+        *,
+        replace: bool,
+        extra: Sequence[str] = (),
+    ) -> int:
         if not items:
             return await self.version()
-        prepared = await anyio.to_thread.run_sync(_prepare, items, vectors)
+        prepared = await anyio.to_thread.run_sync(_prepare, items, vectors, self.analyzer)
         async with self._pg.connection() as conn, conn.transaction():
             n_live, total, next_pos, dim = await self._lock_corpus(conn)
+            await self._claim_analyzer(conn)
             gone, gone_length = 0, 0
             if replace:
-                gone, gone_length = await self._delete(conn, list(dict.fromkeys(prepared.doc_ids)))
+                ids = [*prepared.doc_ids, *(str(d) for d in extra)]
+                gone, gone_length = await self._delete(conn, list(dict.fromkeys(ids)))
             new_dim = _check_dim(dim, n_live - gone, prepared.rows)
             await self._copy(conn, prepared, next_pos)
             added = sum(sum(c.values()) for c in prepared.counts)
@@ -231,6 +257,42 @@ class PostgresIndexStore:
         row = await cur.fetchone()
         assert row is not None
         return int(row[0]), int(row[1]), int(row[2]), row[3]
+
+    async def _claim_analyzer(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Record this store's analyser on the first write; refuse another one."""
+        cur = await conn.execute(
+            f"UPDATE {self.prefix}corpus SET analyzer = coalesce(analyzer, %s) RETURNING analyzer",
+            (self.analyzer,),
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        _check_analyzer(str(row[0]), self.analyzer)
+
+    async def setting(self, key: str) -> Any:
+        """The JSON value recorded under ``key`` (None when absent)."""
+        async with self._pg.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT value FROM {self.prefix}settings WHERE key = %s", (key,)
+            )
+            row = await cur.fetchone()
+        return None if row is None else row[0]
+
+    async def set_setting(self, key: str, value: Any) -> None:
+        """Record the JSON ``value`` under ``key`` (replacing an older one)."""
+        async with self._pg.connection() as conn:
+            await conn.execute(
+                f"INSERT INTO {self.prefix}settings VALUES (%s, %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                (key, Jsonb(value)),
+            )
+
+    async def check_analyzer(self) -> None:
+        """Raise :class:`ConfigError` when the store was written with another analyser."""
+        async with self._pg.connection() as conn:
+            cur = await conn.execute(f"SELECT analyzer FROM {self.prefix}corpus")
+            row = await cur.fetchone()
+        if row is not None and row[0] is not None:
+            _check_analyzer(str(row[0]), self.analyzer)
 
     async def _delete(self, conn: psycopg.AsyncConnection[Any], ids: list[str]) -> tuple[int, int]:
         p = self.prefix
@@ -345,9 +407,35 @@ class PostgresIndexStore:
             )
             return await cur.fetchall()
 
+    async def metadata_search(self, pairs: Mapping[str, Any], k: int) -> list[Hit]:
+        """Chunks whose metadata equals at least one pair, best first, ties by position.
+
+        The score is the fraction of pairs matched, as the in-memory metadata
+        retriever computes it; equality is JSON equality (``1 == 1.0``, but
+        ``true`` is not ``1`` as it is in Python).
+        """
+        items = list(pairs.items())
+        if not items or k <= 0:
+            return []
+        params: dict[str, Any] = {"k": k}
+        tests = []
+        for i, (key, value) in enumerate(items):
+            params[f"mk{i}"], params[f"mv{i}"] = str(key), Jsonb(value)
+            tests.append(f"(CASE WHEN metadata -> %(mk{i})s = %(mv{i})s::jsonb THEN 1 ELSE 0 END)")
+        p = self.prefix
+        async with self._pg.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT pos, doc_id, text, metadata, m FROM (SELECT pos, doc_id, text, metadata,"
+                f" {' + '.join(tests)} AS m FROM {p}chunks) s WHERE m > 0"
+                f" ORDER BY m DESC, pos LIMIT %(k)s",
+                params,
+            )
+            rows = await cur.fetchall()
+        return [_hit(r[:4], int(r[4]) / len(items)) for r in rows]
+
     async def keyword_search(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
         """Top ``k`` by BM25 with the in-memory formula, ties by corpus position."""
-        terms = query_terms(query)
+        terms = list(dict.fromkeys(analyzer_for(self.analyzer).tokenize(query)))
         where, params = compile_filters(parse_filters(filters), "c.metadata")
         if not terms or k <= 0:
             return []
@@ -394,6 +482,14 @@ _BM25_SQL = (
     " WHERE {where} GROUP BY po.pos) s JOIN {p}chunks c ON c.pos = s.pos"
     " WHERE s.score > 0 ORDER BY s.score DESC, s.pos LIMIT %(k)s"
 )
+
+
+def _check_analyzer(stored: str, mine: str) -> None:
+    if stored != mine:
+        raise ConfigError(
+            f"the index store was tokenised with text analyser {stored!r}, not {mine!r}:"
+            " open it with the retriever.text_analyzer it was written with"
+        )
 
 
 def _check_dim(dim: int | None, remaining: int, rows: NDArray[np.float64] | None) -> int | None:

@@ -1,12 +1,13 @@
 """The HTTP service of zerda-async (install the ``server`` extra: Starlette and uvicorn).
 
 :func:`create_app` builds the ASGI application from an engine opener;
-:func:`serve_index` serves a saved index (what ``zerda serve DIR`` runs).
+:func:`serve_index` serves a saved index (what ``zerda serve DIR`` runs);
+:func:`store_app` / :func:`serve_stores` serve ``--store`` / ``--state`` URLs (replicas).
 See :mod:`zerda_async.apps.server._app` for the endpoints and error statuses.
 """
 
 from zerda_async.apps.server._app import EngineOpener, EnginePool, ServiceSettings, create_app
-from zerda_async.apps.server._run import index_app, serve_index
+from zerda_async.apps.server._run import index_app, serve_index, serve_stores, store_app
 from zerda_async.errors import HTTPProblem
 
 __all__ = [
@@ -17,4 +18,6 @@ __all__ = [
     "create_app",
     "index_app",
     "serve_index",
+    "serve_stores",
+    "store_app",
 ]

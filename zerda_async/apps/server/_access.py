@@ -20,7 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-from zerda_async.apps.server._common import problem_response, route_path
+from zerda_async.apps.server._common import problem_response, route_path, route_template
 from zerda_async.errors import AuthenticationError, HTTPProblem, report_for
 
 __all__ = [
@@ -107,7 +107,7 @@ class AccessLogMiddleware:
             address = f"{client[0]}:{client[1]}" if client else "-"
             # The route without its query string (the page's ?q= holds the question);
             # unknown paths print as "(other)", since a client can put anything there.
-            path = route_path(scope)
+            path = route_template(route_path(scope))
             shown = scope.get("root_path", "") + path if path in self.routes else "(other)"
             self.logger.info(
                 '%s - "%s %s HTTP/%s" %d',

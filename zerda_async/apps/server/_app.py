@@ -8,6 +8,9 @@ Endpoints:
   result, or ``error``);
 * ``POST /v1/context/multi`` — a :class:`~.schemas.MultiRequest` run with
   ``run_multi``;
+* ``POST /v1/sessions/{session_id}/answer`` records the LLM's answer on the
+  session's last turn; ``GET /v1/sessions/{session_id}`` returns its turns;
+* ``GET /readyz`` — 200 when every configured store answers, else 503 naming it;
 * ``GET /healthz``, ``GET /metrics`` (Prometheus text format) and
   ``GET /openapi.json`` (OpenAPI 3.1, from the msgspec schemas);
 * ``GET /`` — the page for a person (``/page.js``, ``/page.css``).
@@ -45,6 +48,7 @@ from zerda_async.apps.server._metrics import Metrics, MetricsMiddleware
 from zerda_async.apps.server._openapi import openapi_document
 from zerda_async.apps.server._page import Page
 from zerda_async.apps.server._pool import EngineOpener, EnginePool
+from zerda_async.apps.server._replica import StoreSet
 from zerda_async.apps.server._routes import Service
 from zerda_async.errors import (
     HTTPProblem,
@@ -61,6 +65,9 @@ ROUTES = (
     "/v1/context/stream",
     "/v1/context/multi",
     "/healthz",
+    "/readyz",
+    "/v1/sessions/{session_id}",
+    "/v1/sessions/{session_id}/answer",
     "/metrics",
     "/openapi.json",
     "/",
@@ -114,7 +121,10 @@ def _routes(service: Service, page: Page, settings: ServiceSettings) -> list[Rou
         Route("/v1/context", _guard(service.context, retry), methods=["POST"]),
         Route("/v1/context/stream", _guard(service.stream, retry), methods=["POST"]),
         Route("/v1/context/multi", _guard(service.multi, retry), methods=["POST"]),
+        Route("/v1/sessions/{session_id}", _guard(service.session, retry), methods=["GET"]),
+        Route("/v1/sessions/{session_id}/answer", _guard(service.answer, retry), methods=["POST"]),
         Route("/healthz", service.healthz, methods=["GET"]),
+        Route("/readyz", service.readyz, methods=["GET"]),
         Route("/metrics", service.metrics_text, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/", page.index, methods=["GET"]),
@@ -128,6 +138,7 @@ def create_app(
     settings: ServiceSettings | None = None,
     *,
     index_info: Mapping[str, Any] | None = None,
+    store_set: StoreSet | None = None,
 ) -> Starlette:
     """The service: ``open_engine(template)`` runs an engine for that composer template.
 
@@ -141,7 +152,7 @@ def create_app(
     settings = settings or ServiceSettings()
     metrics = Metrics(ROUTES)
     pool = EnginePool(open_engine)
-    service = Service(pool, settings, metrics, index_info or {})
+    service = Service(pool, settings, metrics, index_info or {}, store_set)
 
     @asynccontextmanager
     async def lifespan(app: object) -> AsyncIterator[None]:

@@ -100,3 +100,18 @@ def route_path(scope: MutableMapping[str, Any]) -> str:
     if root and path.startswith(root):
         path = path[len(root) :]
     return path or "/"
+
+
+_SESSIONS = "/v1/sessions/"
+
+
+def route_template(path: str) -> str:
+    """The route a path belongs to (``/v1/sessions/abc`` -> ``/v1/sessions/{session_id}``).
+
+    Metrics and the access log print this, never a client's session id.
+    """
+    if path.startswith(_SESSIONS) and len(path) > len(_SESSIONS):
+        if path.endswith("/answer"):
+            return "/v1/sessions/{session_id}/answer"
+        return "/v1/sessions/{session_id}"
+    return path

@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-from zerda_async.apps.server._common import route_path
+from zerda_async.apps.server._common import route_path, route_template
 
 __all__ = ["DEFAULT_BUCKETS", "Metrics", "MetricsMiddleware"]
 
@@ -60,6 +60,7 @@ class Metrics:
 
     def path_label(self, path: str) -> str:
         """``path`` when it is a known route, else ``"other"``."""
+        path = route_template(path)
         return path if path in self.paths else "other"
 
     def observe(self, method: str, path: str, status: int, seconds: float) -> None:

@@ -13,12 +13,15 @@ from typing import Any, Literal
 import msgspec
 
 from zerda_async.apps.server._schemas import (
+    AnswerRequest,
     ContextRequest,
     ContextResponse,
     ErrorBody,
     Health,
     MultiRequest,
     MultiResponse,
+    Ready,
+    SessionOut,
 )
 from zerda_async.events import (
     AnalysisEvent,
@@ -72,6 +75,9 @@ _TYPES: tuple[Any, ...] = (
     MultiResponse,
     Health,
     ErrorBody,
+    AnswerRequest,
+    SessionOut,
+    Ready,
     *_STREAM_EVENTS,
 )
 
@@ -91,7 +97,9 @@ def _errors(*statuses: int) -> dict[str, Any]:
         415: "body not declared as application/json",
         422: "body does not validate; `field` names the offending field",
         500: "a stage failed",
-        503: "too many requests in progress, or the engine cannot start (Retry-After)",
+        404: "the session has no turn",
+        503: "too many requests in progress, the engine cannot start, or a store it needs"
+        " does not answer (the message names it; Retry-After)",
         504: "past the request deadline",
     }
     return {
@@ -108,6 +116,14 @@ def _post(summary: str, body: Any, ok: dict[str, Any]) -> dict[str, Any]:
             "responses": {"200": ok, **_errors(401, 413, 415, 422, 500, 503, 504)},
         }
     }
+
+
+_SESSION_PARAMETER = {
+    "name": "session_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "minLength": 1, "maxLength": 128},
+}
 
 
 def _paths() -> dict[str, Any]:
@@ -132,6 +148,46 @@ def _paths() -> dict[str, Any]:
             MultiRequest,
             {"description": "the combined context", "content": _json_content(_ref(MultiResponse))},
         ),
+        "/v1/sessions/{session_id}": {
+            "get": {
+                "summary": "The turns of a session (query and recorded answer), oldest first",
+                "parameters": [_SESSION_PARAMETER],
+                "responses": {
+                    "200": {
+                        "description": "the session",
+                        "content": _json_content(_ref(SessionOut)),
+                    },
+                    **_errors(401, 422, 503, 504),
+                },
+            }
+        },
+        "/v1/sessions/{session_id}/answer": {
+            "post": {
+                "summary": "Record the LLM's answer on the session's last turn",
+                "parameters": [_SESSION_PARAMETER],
+                "requestBody": {"required": True, "content": _json_content(_ref(AnswerRequest))},
+                "responses": {
+                    "200": {
+                        "description": "the session",
+                        "content": _json_content(_ref(SessionOut)),
+                    },
+                    **_errors(401, 404, 413, 415, 422, 503, 504),
+                },
+            }
+        },
+        "/readyz": {
+            "get": {
+                "summary": "Whether every configured store answers",
+                "responses": {
+                    "200": {"description": "ready", "content": _json_content(_ref(Ready))},
+                    "503": {
+                        "description": "a store (named) does not answer",
+                        "content": _json_content(_ref(Ready)),
+                    },
+                    **_errors(401),
+                },
+            }
+        },
         "/healthz": {
             "get": {
                 "summary": "Whether the default template's engine serves",

@@ -15,12 +15,17 @@ from zerda_async.apps._runs import run_timed
 from zerda_async.apps.server._common import ServiceSettings, json_response, read_body
 from zerda_async.apps.server._metrics import Metrics
 from zerda_async.apps.server._pool import EnginePool
+from zerda_async.apps.server._replica import StoreSet, probe
 from zerda_async.apps.server._schemas import (
+    AnswerRequest,
     ContextRequest,
     ContextResponse,
     Health,
     MultiRequest,
     MultiResponse,
+    Ready,
+    SessionOut,
+    TurnOut,
     decode_request,
     result_out,
 )
@@ -40,7 +45,9 @@ class Service:
         settings: ServiceSettings,
         metrics: Metrics,
         index_info: Mapping[str, Any],
+        store_set: StoreSet | None = None,
     ) -> None:
+        self.store_set = store_set
         self.pool = pool
         self.settings = settings
         self.metrics = metrics
@@ -240,6 +247,74 @@ class Service:
         )
 
     async def metrics_text(self, request: Request) -> Response:
+        cache = learning = 0
+        for template in self.pool.loaded:
+            stats = (await self.pool.get(template)).statistics()
+            cache += stats.cache_bypassed
+            learning += stats.learning_bypassed
+        extra = (
+            "# HELP zerda_store_bypassed_total Work done without a shared store that did not"
+            " answer (cache: requests served uncached; learning: samples kept locally).\n"
+            "# TYPE zerda_store_bypassed_total counter\n"
+            f'zerda_store_bypassed_total{{store="cache"}} {cache}\n'
+            f'zerda_store_bypassed_total{{store="learning"}} {learning}\n'
+        )
         return Response(
-            self.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
+            self.metrics.render() + extra, media_type="text/plain; version=0.0.4; charset=utf-8"
+        )
+
+    # -- sessions and readiness -----------------------------------------------------
+
+    def _session_id(self, request: Request) -> str:
+        session_id = str(request.path_params["session_id"])
+        if not 1 <= len(session_id) <= 128:
+            raise HTTPProblem(422, "session_id must have 1 to 128 characters", "session_id")
+        return session_id
+
+    async def _session_out(self, session_id: str) -> SessionOut:
+        engine = await self.pool.get(self.settings.default_template)
+        turns = await engine.turns(session_id)
+        return SessionOut(
+            session_id=session_id, turns=[TurnOut(query=t.query, answer=t.answer) for t in turns]
+        )
+
+    async def answer(self, request: Request) -> Response:
+        """``POST /v1/sessions/{session_id}/answer``: the answer of the session's last turn."""
+        session_id = self._session_id(request)
+        body = await read_body(request, self.settings.max_body_bytes)
+        req = decode_request(body, AnswerRequest)
+        try:
+            with anyio.fail_after(self.settings.request_timeout):
+                engine = await self.pool.get(self.settings.default_template)
+                if not await engine.record_answer(session_id, req.answer):
+                    raise HTTPProblem(404, f"session {session_id!r} has no turn to answer")
+                out = await self._session_out(session_id)
+        except TimeoutError:
+            raise self._deadline_problem() from None
+        return json_response(out)
+
+    async def session(self, request: Request) -> Response:
+        """``GET /v1/sessions/{session_id}``: the session's turns, oldest first."""
+        session_id = self._session_id(request)
+        try:
+            with anyio.fail_after(self.settings.request_timeout):
+                out = await self._session_out(session_id)
+        except TimeoutError:
+            raise self._deadline_problem() from None
+        return json_response(out)
+
+    async def readyz(self, request: Request) -> Response:
+        """200 when the engine runs and every configured store answers; else 503 naming it."""
+        timeout = min(self.settings.request_timeout, 5.0)
+        found: dict[str, str] = {}
+        try:
+            with anyio.fail_after(timeout):
+                await self.pool.get(self.settings.default_template)
+        except (EngineClosedError, TimeoutError) as exc:
+            found["engine"] = str(exc) or "the engine did not start in time"
+        if self.store_set is not None:
+            found.update(await probe(self.store_set.stores, timeout))
+        ready = all(v == "ok" for v in found.values())
+        return json_response(
+            Ready(status="ready" if ready else "unavailable", stores=found), 200 if ready else 503
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import signal
 import threading
 from contextlib import AbstractAsyncContextManager
@@ -10,15 +11,21 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import msgspec
 import uvicorn
 from starlette.applications import Starlette
 
 from zerda_async.apps._saved_index import open_index, read_manifest, saved_config
 from zerda_async.apps.server._access import ACCESS_LOGGER
 from zerda_async.apps.server._app import ServiceSettings, create_app
+from zerda_async.apps.server._replica import StoreSet, is_postgres_url
+from zerda_async.core.config import ContextEngineConfig
 from zerda_async.engine._engine import AsyncContextEngine
 
-__all__ = ["index_app", "serve_index"]
+__all__ = ["app_from_environment", "index_app", "serve_index", "serve_stores", "store_app"]
+
+_ENVIRONMENT = "ZERDA_SERVE"
+"""Environment variable carrying ``zerda serve``'s options to ``--workers`` processes."""
 
 
 def index_app(
@@ -47,6 +54,76 @@ def index_app(
     return create_app(open_engine, settings, index_info=info)
 
 
+def store_app(
+    store: str,
+    state: str = "memory",
+    settings: ServiceSettings | None = None,
+    **engine_kwargs: Any,
+) -> Starlette:
+    """The service on ``store`` (an index directory or a PostgreSQL URL) with ``state`` stores.
+
+    ``state`` is ``"memory"``, a ``redis://`` or a ``postgresql://`` URL (see
+    :mod:`._replica`).  A directory is checked now; stores are opened at start-up.
+    """
+    settings = settings or ServiceSettings()
+    engine_kwargs.setdefault("max_in_flight", max(1, min(settings.max_pending, 256)))
+    store_set = StoreSet(store, state, request_timeout=settings.request_timeout)
+    info: dict[str, Any] = store_set.description()
+    if not is_postgres_url(store):
+        manifest = read_manifest(store)
+        info.update(directory=str(store), chunks=manifest.chunks, files=len(manifest.files))
+
+    def open_engine(template: str) -> AbstractAsyncContextManager[AsyncContextEngine]:
+        config = ContextEngineConfig()
+        config.composer.template = template
+        config.retriever.use_metadata = True  # so metadata_filters are searched
+        return store_set.engine(config, **engine_kwargs)
+
+    return create_app(open_engine, settings, index_info=info, store_set=store_set)
+
+
+def app_from_environment() -> Starlette:
+    """The application of one ``--workers`` process (options from ``ZERDA_SERVE``)."""
+    options = msgspec.json.decode(os.environ[_ENVIRONMENT])
+    settings = msgspec.convert(options["settings"], ServiceSettings)
+    return store_app(options["store"], options["state"], settings)
+
+
+def serve_stores(
+    store: str,
+    state: str = "memory",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    settings: ServiceSettings | None = None,
+    log_level: str = "info",
+) -> None:
+    """Serve ``store`` with ``state`` stores in ``workers`` processes until SIGINT / SIGTERM.
+
+    With several workers, uvicorn starts each process with its own engines;
+    they share the stores, so they answer as one service (``--state memory``
+    gives each worker its own sessions and cache: use Redis or PostgreSQL).
+    """
+    settings = settings or ServiceSettings()
+    if workers <= 1:
+        _serve(store_app(store, state, settings), host, port, log_level)
+        return
+    os.environ[_ENVIRONMENT] = msgspec.json.encode(
+        {"store": store, "state": state, "settings": settings}
+    ).decode()
+    uvicorn.run(
+        "zerda_async.apps.server._run:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        lifespan="on",
+        log_level=log_level,
+        access_log=False,
+        log_config=_log_config(),
+    )
+
+
 def serve_index(
     directory: str | Path,
     host: str = "127.0.0.1",
@@ -59,7 +136,10 @@ def serve_index(
     uvicorn shuts down gracefully on either signal and then raises it again;
     here that second delivery is absorbed, so a stopped server is a normal exit.
     """
-    app = index_app(directory, settings)
+    _serve(index_app(directory, settings), host, port, log_level)
+
+
+def _serve(app: Starlette, host: str, port: int, log_level: str) -> None:
     config = uvicorn.Config(
         app,
         host=host,

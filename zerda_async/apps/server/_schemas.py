@@ -25,6 +25,7 @@ __all__ = [
     "MAX_QUERIES",
     "MAX_QUERY_CHARS",
     "AnalysisOut",
+    "AnswerRequest",
     "ChunkOut",
     "ContextRequest",
     "ContextResponse",
@@ -32,6 +33,10 @@ __all__ = [
     "Health",
     "MultiRequest",
     "MultiResponse",
+    "Ready",
+    "SessionId",
+    "SessionOut",
+    "TurnOut",
     "decode_request",
     "jsonable",
     "result_out",
@@ -83,6 +88,33 @@ class MultiResponse(msgspec.Struct, kw_only=True):
     elapsed_ms: float
 
 
+class AnswerRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Body of ``POST /v1/sessions/{session_id}/answer``: the LLM's answer to the last turn."""
+
+    answer: Annotated[str, Meta(max_length=1 << 16)]
+
+
+class TurnOut(msgspec.Struct, kw_only=True):
+    """One turn of a session: the query and the answer recorded for it (``""`` until then)."""
+
+    query: str
+    answer: str
+
+
+class SessionOut(msgspec.Struct, kw_only=True):
+    """Body of ``GET /v1/sessions/{session_id}`` (and of a recorded answer)."""
+
+    session_id: str
+    turns: list[TurnOut]
+
+
+class Ready(msgspec.Struct, kw_only=True):
+    """Body of ``GET /readyz``: each configured store, ``"ok"`` or why it does not answer."""
+
+    status: str
+    stores: dict[str, str]
+
+
 class ErrorBody(msgspec.Struct, kw_only=True):
     """Every error response: a message, the status and, for 422, the offending field."""
 
@@ -107,7 +139,7 @@ class Health(msgspec.Struct, kw_only=True, omit_defaults=True):
 _AT = re.compile(r" - at `(?:key` in `)?\$\.?(?P<path>[^`]*)`$")
 _NAMED = re.compile(r"(?:missing required|unknown) field `(?P<name>[^`]+)`")
 
-_Req = TypeVar("_Req", ContextRequest, MultiRequest)
+_Req = TypeVar("_Req", ContextRequest, MultiRequest, AnswerRequest)
 
 
 def _field_of(message: str) -> str | None:

@@ -1,0 +1,75 @@
+"""``zerda serve`` replicas as child processes on free loopback ports (for the replica tests)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from .servers import free_port
+
+__all__ = ["ZERDA", "index_files", "replicas"]
+
+ZERDA = Path(sys.executable).parent / "zerda"
+
+
+def index_files(store: str, *paths: Path) -> str:
+    """Run ``zerda index PATH... --store URL``; its standard output."""
+    done = subprocess.run(
+        [str(ZERDA), "index", *map(str, paths), "--store", store, "--dim", "64"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@contextmanager
+def replicas(store: str, state: str, count: int = 2, timeout: float = 5.0) -> Iterator[list[str]]:
+    """``count`` ``zerda serve --store --state`` processes; their base URLs, stopped on exit."""
+    processes: list[subprocess.Popen[str]] = []
+    urls = []
+    try:
+        for _ in range(count):
+            port = free_port()
+            argv = [str(ZERDA), "serve", "--store", store, "--state", state, "--port", str(port)]
+            argv += ["--request-timeout", str(timeout)]
+            processes.append(
+                subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            )
+            urls.append(f"http://127.0.0.1:{port}")
+        for url, process in zip(urls, processes, strict=True):
+            _wait_up(url, process)
+        yield urls
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
+
+
+def _wait_up(url: str, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    with httpx.Client(base_url=url) as client:
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"zerda serve exited: {process.communicate()[1][-2000:]}")
+            try:
+                if client.get("/healthz").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("zerda serve did not start within 60 s")
+            time.sleep(0.1)

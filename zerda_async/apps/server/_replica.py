@@ -1,0 +1,196 @@
+"""The service as one of several replicas: ``--store`` and ``--state`` URLs to stores.
+
+``--store`` is a saved index directory (the index in this process, as before)
+or a ``postgresql://`` URL (any libpq form) of a
+:class:`~zerda_async.stores.PostgresIndexStore` written by ``zerda index
+--store``.  ``--state`` is ``memory`` (this process), ``redis://`` or
+``postgresql://``: where sessions, the context cache and the adaptive
+statistics live.  The stores are opened once per process, shared by the
+engines of every template, and closed when the last engine closes; a store
+that is down at start-up makes the engine fail to open, and the next request
+tries again (so the service recovers by itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from zerda_async.apps._saved_index import open_index
+from zerda_async.core.config import ContextEngineConfig
+from zerda_async.embedders._hashing import HashingEmbedder
+from zerda_async.engine._engine import AsyncContextEngine
+from zerda_async.errors import StoreUnavailableError, UsageError
+from zerda_async.stores import MemorySessionStore, Stores
+
+__all__ = ["EMBEDDER_SETTING", "StoreSet", "is_postgres_url", "probe"]
+
+EMBEDDER_SETTING = "embedder"
+"""Index-store setting holding the hashing embedder's parameters (written by ``zerda index``)."""
+
+_PG_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(value: str) -> bool:
+    """True for a ``postgresql://`` (or ``postgres://``) connection URL."""
+    return value.startswith(_PG_SCHEMES)
+
+
+def check_state_url(state: str) -> None:
+    """Raise :class:`UsageError` unless ``state`` is ``memory``, a Redis or a PostgreSQL URL."""
+    redis = state.startswith(("redis://", "rediss://", "unix://"))
+    if state != "memory" and not redis and not is_postgres_url(state):
+        raise UsageError(f"--state {state!r}: use 'memory', redis://... or postgresql://...")
+
+
+class StoreSet:
+    """The stores of one service process, opened by the first engine and closed by the last."""
+
+    def __init__(
+        self, store: str, state: str, *, prefix: str = "zerda_", request_timeout: float = 30.0
+    ) -> None:
+        check_state_url(state)
+        # A request may await a few store operations: each gets a share of its deadline,
+        # so a store that does not answer is reported (503) before the request times out.
+        self.timeout = max(0.2, min(5.0, request_timeout / 4))
+        self.store, self.state, self.prefix = store, state, prefix
+        self.stores: Stores | None = None
+        self._users = 0
+        self._lock = anyio.Lock()
+        # With --state memory the sessions still live in one store per process,
+        # so the engines of every template see the same conversations.
+        self._memory_sessions = MemorySessionStore()
+
+    async def _open(self) -> Stores:
+        index: Any = None
+        embedder = None
+        opened: list[Any] = []
+        try:
+            if is_postgres_url(self.store):
+                from zerda_async.stores import PostgresIndexStore
+
+                index = await PostgresIndexStore.open(
+                    self.store,
+                    prefix=self.prefix,
+                    operation_timeout=2 * self.timeout,
+                    connect_timeout=self.timeout,
+                )
+                opened.append(index)
+                params = await index.setting(EMBEDDER_SETTING)
+                embedder = HashingEmbedder.from_params(params) if params else None
+            sessions: Any = self._memory_sessions
+            cache: Any = None
+            learning: Any = None
+            if self.state.startswith(("redis://", "rediss://", "unix://")):
+                from zerda_async.stores import (
+                    RedisCacheStore,
+                    RedisLearningStore,
+                    RedisSessionStore,
+                )
+
+                options: dict[str, Any] = {
+                    "prefix": self.prefix.replace("_", ":"),
+                    "operation_timeout": self.timeout,
+                }
+                sessions = RedisSessionStore(self.state, **options)
+                cache = RedisCacheStore(self.state, **options)
+                learning = RedisLearningStore(self.state, **options)
+                opened += [sessions, cache, learning]
+            elif is_postgres_url(self.state):
+                from zerda_async.stores import (
+                    PostgresCacheStore,
+                    PostgresLearningStore,
+                    PostgresSessionStore,
+                )
+
+                sessions = await PostgresSessionStore.open(
+                    self.state, prefix=self.prefix, operation_timeout=self.timeout
+                )
+                opened.append(sessions)
+                cache = await PostgresCacheStore.open(
+                    self.state, prefix=self.prefix, operation_timeout=self.timeout
+                )
+                opened.append(cache)
+                learning = await PostgresLearningStore.open(
+                    self.state, prefix=self.prefix, operation_timeout=self.timeout
+                )
+                opened.append(learning)
+        except BaseException:
+            for store in opened:
+                with contextlib.suppress(Exception):
+                    await store.aclose()
+            raise
+        return Stores(
+            index=index, sessions=sessions, cache=cache, learning=learning, embedder=embedder
+        )
+
+    @contextlib.asynccontextmanager
+    async def use(self) -> AsyncIterator[Stores]:
+        """The opened stores for the ``with`` block (opened on first use, closed after the last)."""
+        async with self._lock:
+            if self.stores is None:
+                self.stores = await self._open()
+            self._users += 1
+        try:
+            yield self.stores
+        finally:
+            async with self._lock:
+                self._users -= 1
+                if self._users == 0 and self.stores is not None:
+                    stores, self.stores = self.stores, None
+                    with anyio.CancelScope(shield=True):
+                        await stores.aclose()
+
+    @contextlib.asynccontextmanager
+    async def engine(
+        self, config: ContextEngineConfig, **engine_kwargs: Any
+    ) -> AsyncIterator[AsyncContextEngine]:
+        """An engine with ``config`` over these stores (or the saved index directory)."""
+        async with self.use() as stores:
+            if stores.index is None:
+                async with open_index(
+                    Path(self.store), config, stores=stores, **engine_kwargs
+                ) as e:
+                    yield e
+            else:
+                async with AsyncContextEngine(config, stores=stores, **engine_kwargs) as e:
+                    yield e
+
+    def description(self) -> dict[str, Any]:
+        """What ``/healthz`` shows about the stores (no passwords)."""
+        from zerda_async.stores._pg_common import redact
+
+        return {"store": redact(self.store), "state": redact(self.state)}
+
+
+async def probe(stores: Stores | None, timeout: float) -> dict[str, str]:
+    """Each configured store's name -> ``"ok"`` or why it does not answer (for ``/readyz``)."""
+    if stores is None:
+        return {}
+    checks: list[tuple[str, Any]] = []
+    if stores.index is not None:
+        checks.append((stores.index.name, stores.index.version))
+    if stores.sessions is not None:
+        sessions = stores.sessions
+        checks.append((sessions.name, lambda: sessions.turns("zerda-readyz")))
+    if stores.cache is not None:
+        cache = stores.cache
+        checks.append((cache.name, lambda: cache.get("zerda-readyz", -1)))
+    if stores.learning is not None:
+        checks.append((stores.learning.name, stores.learning.window))
+    found: dict[str, str] = {}
+    for name, check in checks:
+        try:
+            with anyio.fail_after(timeout):
+                await check()
+        except StoreUnavailableError as exc:
+            found[name] = str(exc)
+        except TimeoutError:
+            found[name] = f"{name} did not answer within {timeout:g} s"
+        else:
+            found[name] = "ok"
+    return found

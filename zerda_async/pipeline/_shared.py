@@ -1,0 +1,254 @@
+"""The awaiting halves of the stages that use shared stores (:class:`~zerda_async.stores.Stores`).
+
+Each function is what one stage's ``apply_async`` does when the engine has the
+corresponding store; without it the stage keeps its sync ``apply`` (today's
+in-process behaviour).  They run inside the walk, so within a replica they run
+in submission order like every shared-state stage:
+
+* retrieval searches the index store (vector, keyword and metadata lists)
+  and fuses them with the in-memory fusion code, so a store returning the
+  in-memory index's hits gives the in-memory contexts;
+* the cache is keyed by the index store's corpus version, read at the
+  request's turn; of several replicas missing one key, the one holding the
+  store's lock computes and the others wait for its entry (single flight);
+* a session's history is read at the request's turn and the turn appended
+  atomically by the session store (linearizable per session);
+* adaptive statistics are sent to the learning store and read back at most
+  once a second (eventually consistent).
+
+A cache or learning store that does not answer is bypassed (counted in
+``state.bypassed``); a session or index store that does not answer fails the
+request with :class:`~zerda_async.errors.StoreUnavailableError` naming it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import msgspec
+
+from zerda_async.core.models import Composition, ConversationHistory, RetrievalMethod, ScoredChunk
+from zerda_async.core.retrieval import HybridRetriever
+from zerda_async.errors import ConfigError, StoreUnavailableError
+from zerda_async.pipeline._job import Job
+from zerda_async.pipeline._state import EngineState
+from zerda_async.stores import LearningSample, apply_window
+
+__all__ = [
+    "LOCK_SECONDS",
+    "cached_composition",
+    "read_history",
+    "record_learning",
+    "record_turn",
+    "refresh_learning",
+    "store_composition",
+    "store_retrieve",
+]
+
+LOCK_SECONDS = 5.0
+"""How long a replica's single-flight lock on a cache key lives (a crashed holder's expires)."""
+
+_POLL_SECONDS = 0.02
+_COOL_OFF_SECONDS = 1.0
+"""After a store failed to answer, requests skip it (or fail at once) this long, so a dead
+store costs one timeout per second rather than one per request and per operation."""
+_LEARNING_REFRESH_SECONDS = 1.0
+
+
+class _Fixed:
+    """A retriever answering with a list already fetched from the index store."""
+
+    def __init__(self, found: list[ScoredChunk]) -> None:
+        self.found = found
+
+    def retrieve(self, *_args: Any, **_kwargs: Any) -> list[ScoredChunk]:
+        return self.found
+
+
+async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
+    """The hybrid candidates of ``job`` from the index store (in-memory scores and fusion)."""
+    store = state.stores.index
+    assert store is not None
+    cfg = state.config.retriever
+    k = job.options.max_chunks or cfg.top_k
+    query = job.effective_query
+    vector: list[ScoredChunk] = []
+    if cfg.use_vector and job.query_vector is not None:
+        hits = await store.vector_search(job.query_vector, k)
+        kept = [h for h in hits if not h.score < cfg.min_vector_score]
+        vector = [
+            ScoredChunk(
+                chunk=h.chunk,
+                vector_score=h.score,
+                retrieval_method=RetrievalMethod.VECTOR,
+                retrieval_rank=rank,
+            )
+            for rank, h in enumerate(kept)
+        ]
+    keyword: list[ScoredChunk] = []
+    if cfg.use_keyword:
+        hits = await store.keyword_search(query, k)
+        if hits:
+            best = hits[0].score
+            keyword = [
+                ScoredChunk(
+                    chunk=h.chunk,
+                    keyword_score=h.score / best,
+                    retrieval_method=RetrievalMethod.KEYWORD,
+                    retrieval_rank=rank,
+                )
+                for rank, h in enumerate(hits)
+            ]
+    metadata: list[ScoredChunk] = []
+    pairs = {**cfg.metadata_filters, **(job.options.metadata_filters or {})}
+    if cfg.use_metadata and pairs:
+        search = getattr(store, "metadata_search", None)
+        if search is None:
+            raise ConfigError(
+                f"{type(store).__name__} has no metadata search: disable use_metadata"
+            )
+        hits = await search(pairs, k)
+        metadata = [
+            ScoredChunk(
+                chunk=h.chunk,
+                metadata_score=h.score,
+                retrieval_method=RetrievalMethod.METADATA,
+                retrieval_rank=rank,
+            )
+            for rank, h in enumerate(hits)
+        ]
+    fusion = HybridRetriever(
+        state.config,
+        vector_retriever=_Fixed(vector),
+        keyword_retriever=_Fixed(keyword),
+        metadata_retriever=_Fixed(metadata),
+    )
+    return fusion.retrieve(query, k, job.options.metadata_filters)
+
+
+async def _guarded(state: EngineState, store: Any, operation: Any) -> Any:
+    """``await operation()``, failing at once while ``store`` is cooling off after a failure."""
+    down = state.stores_down.get(id(store))
+    if down is not None and time.monotonic() < down[0]:
+        raise down[1]
+    try:
+        return await operation()
+    except StoreUnavailableError as exc:
+        state.stores_down[id(store)] = (time.monotonic() + _COOL_OFF_SECONDS, exc)
+        raise
+
+
+# -- cache ------------------------------------------------------------------------------
+
+
+async def corpus_version(state: EngineState) -> int:
+    """The version cache keys carry: the index store's, read now, else the engine's."""
+    if state.stores.index is not None:
+        return await state.stores.index.version()
+    return state.cache_corpus_version or 0
+
+
+async def cached_composition(job: Job, state: EngineState) -> Composition | None:
+    """The shared cache's entry for ``job`` (waiting for another replica computing it), or None.
+
+    Sets ``job.cache_key`` / ``job.cache_version`` for the cache-store stage;
+    on a miss this replica holds the key's lock until that stage releases it.
+    """
+    assert state.cache is not None
+    base = state.cache.make_key(job.query, job.options.metadata_filters)
+    version = await corpus_version(state)
+    cache = state.stores.cache
+    if cache is None:
+        job.cache_key, job.cache_version = f"{base}@{version}", version
+        return state.cache.get_composition(job.cache_key)
+    # Engines with other templates may share the store: the template is part of the key.
+    base = f"{state.config.composer.template}|{base}"
+    try:
+        deadline = time.monotonic() + LOCK_SECONDS
+        while True:
+            found = await _guarded(state, cache, lambda: cache.get(base, version))
+            if found is not None:
+                return msgspec.json.decode(found, type=Composition)
+            if await _guarded(state, cache, lambda: cache.acquire(base, version, LOCK_SECONDS)):
+                job.cache_key, job.cache_version, job.cache_locked = base, version, True
+                return None
+            if time.monotonic() >= deadline:
+                # The holder is slow or gone: compute without the lock.
+                job.cache_key, job.cache_version = base, version
+                return None
+            await anyio.sleep(_POLL_SECONDS)
+    except StoreUnavailableError:
+        state.bypassed["cache"] += 1
+        job.cache_key = None
+        return None
+
+
+async def store_composition(job: Job, state: EngineState) -> None:
+    """Put ``job``'s context into the cache (when its guard passed) and release its lock."""
+    assert job.cache_key is not None and job.cache_version is not None
+    composition = Composition(job.context, job.citations, job.nothing_relevant)
+    cache = state.stores.cache
+    if cache is None:
+        if job.guard_passed and state.cache is not None:
+            state.cache.put_composition(job.cache_key, composition)
+        return
+    try:
+        key, version = job.cache_key, job.cache_version
+        if job.guard_passed:
+            value = msgspec.json.encode(composition).decode()
+            await _guarded(state, cache, lambda: cache.put(key, version, value))
+        if job.cache_locked:
+            job.cache_locked = False
+            await _guarded(state, cache, lambda: cache.release(key, version))
+    except StoreUnavailableError:
+        state.bypassed["cache"] += 1
+
+
+# -- sessions ---------------------------------------------------------------------------
+
+
+async def read_history(state: EngineState, session_id: str) -> ConversationHistory:
+    """The session's history as the session store holds it now."""
+    store = state.stores.sessions
+    assert store is not None
+    history = ConversationHistory(session_id=session_id)
+    for turn in await _guarded(state, store, lambda: store.turns(session_id)):
+        history.add_turn(query=turn.query, answer=turn.answer)
+    return history
+
+
+async def record_turn(state: EngineState, session_id: str, query: str) -> None:
+    """Append the turn (atomically, in the session store)."""
+    store = state.stores.sessions
+    assert store is not None
+    await _guarded(state, store, lambda: store.append_turn(session_id, query))
+
+
+# -- learning ---------------------------------------------------------------------------
+
+
+async def refresh_learning(state: EngineState) -> None:
+    """Load the shared window into the adaptive learner (at most once a second)."""
+    store = state.stores.learning
+    now = time.monotonic()
+    if store is None or now - state.learning_read_at < _LEARNING_REFRESH_SECONDS:
+        return
+    try:
+        samples, total = await _guarded(state, store, store.window)
+    except StoreUnavailableError:
+        state.bypassed["learning"] += 1
+        return
+    state.learning_read_at = now
+    apply_window(state.adaptive, samples, total)
+
+
+async def record_learning(state: EngineState, sample: LearningSample) -> None:
+    """Send one run's sample to the learning store."""
+    store = state.stores.learning
+    assert store is not None
+    try:
+        await _guarded(state, store, lambda: store.record(sample))
+    except StoreUnavailableError:
+        state.bypassed["learning"] += 1
