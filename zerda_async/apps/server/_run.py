@@ -19,7 +19,7 @@ from zerda_async.apps._saved_index import open_index, read_manifest, saved_confi
 from zerda_async.apps.server._access import ACCESS_LOGGER
 from zerda_async.apps.server._app import ServiceSettings, create_app
 from zerda_async.apps.server._replica import StoreSet, is_postgres_url
-from zerda_async.core.config import ContextEngineConfig
+from zerda_async.core.config import ContextEngineConfig, config_from_json, config_to_json
 from zerda_async.engine._engine import AsyncContextEngine
 
 __all__ = ["app_from_environment", "index_app", "serve_index", "serve_stores", "store_app"]
@@ -73,8 +73,12 @@ def store_app(
         manifest = read_manifest(store)
         info.update(directory=str(store), chunks=manifest.chunks, files=len(manifest.files))
 
+    # A saved directory serves with the configuration (profile) it was built with; an
+    # index store, for now, with the documented one.
+    base = ContextEngineConfig() if is_postgres_url(store) else saved_config(store)
+
     def open_engine(template: str) -> AbstractAsyncContextManager[AsyncContextEngine]:
-        config = ContextEngineConfig()
+        config = config_from_json(config_to_json(base))  # a fresh copy per engine
         config.composer.template = template
         config.retriever.use_metadata = True  # so metadata_filters are searched
         return store_set.engine(config, **engine_kwargs)
