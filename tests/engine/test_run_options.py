@@ -23,7 +23,7 @@ EN_QUERY = "What is machine learning?"
 AR_HEADER = "📚 المعلومات المسترجعة:"
 EN_HEADER = "📚 Retrieved Information:"
 LANG = {doc.doc_id: doc.metadata.get("lang") for doc in CORPUS}
-YEAR = {doc.doc_id: doc.metadata.get("year") for doc in CORPUS}
+YEAR: dict[str, Any] = {doc.doc_id: doc.metadata.get("year") for doc in CORPUS}
 TEXT = {doc.doc_id: doc.text.strip() for doc in CORPUS}
 
 
@@ -170,7 +170,7 @@ def test_the_sync_facade_takes_both_options_keyword_only() -> None:
 async def test_the_async_engine_validates_its_configuration() -> None:
     config = ContextEngineConfig()
     config.ranking.weight_recency = -0.5
-    with pytest.raises(ConfigError, match="ranking.weight_recency"):
+    with pytest.raises(ConfigError, match=r"ranking\.weight_recency"):
         AsyncContextEngine(config)
     # The documented package accepts anything; validate=False replays that.
     async with AsyncContextEngine(config, validate=False) as eng:

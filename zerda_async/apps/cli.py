@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="restrict retrieval to chunks whose metadata KEY equals VALUE (repeatable: "
         "every key must match, a repeated key matches either value; numbers compare as "
-        'numbers; VALUE may be an operator object such as \'{"$gte": 2}\')',
+        "numbers; VALUE may be an operator object such as '{\"$gte\": 2}')",
     )
     p.add_argument("--timeout", type=_positive_float, metavar="S", help="give up after S seconds")
     p.add_argument(

@@ -21,9 +21,8 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any
 
-from zerda_async.core.filter_language import matches, parse_filters
-
 from zerda_async.core.composer import compose_with_citations
+from zerda_async.core.filter_language import matches, parse_filters
 from zerda_async.core.models import Composition, ContextResult
 from zerda_async.pipeline._job import Job, options_cache_suffix
 from zerda_async.pipeline._state import EngineState

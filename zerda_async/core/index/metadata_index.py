@@ -192,7 +192,6 @@ class MetadataIndex:
         hits = np.flatnonzero(counts > 0)
         return hits, counts[hits]
 
-
     def mask(self, conditions: tuple[Condition, ...]) -> NDArray[np.bool_]:
         """Live positions whose metadata satisfy every condition (the filter language)."""
         allowed = np.ones(self.n_positions, dtype=bool) if self.live is None else self.live.copy()
@@ -225,7 +224,8 @@ def _column_hits(column: _Column, cond: Condition) -> NDArray[np.bool_]:
         good = [
             code
             for value, code in entries
-            if (is_number(value) or type(value) is bool) and in_range(int(value) if type(value) is bool else value, cond.bounds)
+            if (is_number(value) or type(value) is bool)
+            and in_range(int(value) if type(value) is bool else value, cond.bounds)
         ]
         return np.isin(column.codes, good) & ~column.bools
     hits = np.zeros(column.codes.shape[0], dtype=bool)
