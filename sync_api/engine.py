@@ -84,8 +84,16 @@ class ContextEngine:
         override_budget: int | None = None,
         use_history: bool = True,
         record_turn: bool = True,
+        *,
+        filters: dict[str, Any] | None = None,
+        template: str | None = None,
     ) -> ContextResult:
-        """Run the whole pipeline for ``query`` and return the result."""
+        """Run the whole pipeline for ``query`` and return the result.
+
+        The keyword-only ``filters`` (restrict retrieval to matching metadata)
+        and ``template`` (this request's template, or ``"auto"``) are opt-in
+        additions; without them the run is the documented one.
+        """
         job = make_job(
             query,
             metadata_filters=metadata_filters,
@@ -93,6 +101,8 @@ class ContextEngine:
             override_budget=override_budget,
             use_history=use_history,
             record_turn=record_turn,
+            filters=filters,
+            template=template,
         )
         return run_job(job, self._state)
 

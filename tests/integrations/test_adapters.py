@@ -13,7 +13,7 @@ from zerda_async import AsyncContextEngine, ConfigError
 from zerda_async.errors import SyncCallError
 from zerda_async.integrations import ZerdaBackend
 
-from .conftest import CORPUS, QUERY
+from .conftest import CORPUS, QUERY, Doc
 
 # Imported here, not in the async tests: importing reads files, which would
 # block the loop (and fail the blockbuster check).
@@ -166,3 +166,37 @@ async def test_haystack_component_sync_async_and_in_pipelines(engine: ContextEng
         return [d.id for d in result["zerda"]["documents"]]
 
     assert await anyio.to_thread.run_sync(run_sync_pipeline) == _expected(engine, 1)
+
+
+def _tagged_engine() -> ContextEngine:
+    """The corpus with a ``kind`` on each chunk: the retrieval ones are ``"search"``."""
+    config = ContextEngineConfig()
+    config.cache.enabled = False
+    tagged = [
+        Doc(d.doc_id, d.text, {"kind": "search" if d.doc_id[:3] in {"rag", "bm2", "rrf"} else "x"})
+        for d in CORPUS
+    ]
+    return ContextEngine(config).index(tagged)
+
+
+async def test_every_adapter_passes_the_restricting_filters_through() -> None:
+    engine = _tagged_engine()
+    only = {"kind": "x"}
+    everything = [sc.doc_id for sc in engine.run(QUERY, max_chunks=4).chunks_used]
+    assert everything and all(d[:3] in {"rag", "bm2", "rrf"} for d in everything[:2])
+    expected = [sc.doc_id for sc in engine.run(QUERY, max_chunks=4, filters=only).chunks_used]
+    assert not any(d[:3] in {"rag", "bm2", "rrf"} for d in expected)
+    found: list[list[str]] = []
+    if HAVE_LANGCHAIN:
+        retriever = ZerdaRetriever(engine=engine, k=4)
+        found.append([d.id or "" for d in retriever.invoke(QUERY, filters=only)])
+        found.append([d.id or "" for d in await retriever.ainvoke(QUERY, filters=only)])
+        runnable = zerda_context_runnable(engine, k=4, filters=only)
+        assert "Retrieval-augmented" not in runnable.invoke(QUERY)
+    if HAVE_LLAMAINDEX:
+        nodes = ZerdaLlamaIndexRetriever(engine, k=4, filters=only).retrieve(QUERY)
+        found.append([n.node.node_id for n in nodes])
+    if HAVE_HAYSTACK:
+        out = ZerdaHaystackRetriever(engine, top_k=4).run(QUERY, filters=only)
+        found.append([d.id for d in out["documents"]])
+    assert found and all(ids == expected for ids in found)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
+
 import httpx
 import pytest
 
+from zerda_async import AsyncContextEngine
 from zerda_async.apps.server import create_app
 
 from .support import live_server, memory_opener, read_sse
@@ -21,13 +24,21 @@ async def test_healthz_reports_the_default_engine() -> None:
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "ok"
-    assert body["templates_loaded"] == ["arabic"]
+    # One engine serves every template a request may name.
+    assert body["templates_loaded"] == ["arabic", "auto", "english", "minimal", "structured"]
     assert body["index"] == {"chunks": 53}
     assert body["in_flight"] == 0
 
 
 async def test_context_returns_the_whole_result_as_json() -> None:
-    app = create_app(memory_opener())
+    opened: list[str] = []
+    base = memory_opener()
+
+    def counting(template: str) -> AbstractAsyncContextManager[AsyncContextEngine]:
+        opened.append(template)
+        return base(template)
+
+    app = create_app(counting)
     async with live_server(app) as url, httpx.AsyncClient(base_url=url) as client:
         response = await client.post(
             "/v1/context",
@@ -50,8 +61,9 @@ async def test_context_returns_the_whole_result_as_json() -> None:
     assert body["query_analysis"]["language"] == "en"
     assert set(body["timings_ms"]) == set(STAGES[:-1])
     assert body["request_id"]
-    # A template opens its own engine on first use.
-    assert health["templates_loaded"] == ["arabic", "english"]
+    # The English request ran on the service's one (Arabic-configured) engine.
+    assert opened == ["arabic"]
+    assert health["status"] == "ok"
 
 
 async def test_arabic_query_uses_the_default_arabic_template() -> None:

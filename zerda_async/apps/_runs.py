@@ -42,9 +42,14 @@ async def run_timed(
     max_chunks: int | None = None,
     budget: int | None = None,
     session_id: str | None = None,
+    filters: dict[str, Any] | None = None,
+    template: str | None = None,
     timeout: float | None = None,
 ) -> TimedResult:
     """Run ``query`` and collect its stage timings.
+
+    ``filters`` and ``template`` are the run options of the same names
+    (restricting filters; this request's template, ``None`` for the engine's).
 
     Raises :class:`TimeoutError` past ``timeout`` seconds and
     :class:`StageFailedError` when a stage fails.
@@ -59,6 +64,8 @@ async def run_timed(
             max_chunks,
             budget,
             session_id=session_id,
+            filters=filters,
+            template=template,
             timeout=timeout,
         ),
     )

@@ -12,12 +12,13 @@ from typing import Any
 
 import msgspec
 
-from zerda_async.core.models import ContextResult, ScoredChunk
+from zerda_async.core.models import Citation, ContextResult, ScoredChunk
 
 __all__ = [
     "PREVIEW_CHARS",
     "AnalysisOut",
     "ChunkOut",
+    "Citation",
     "ContextResponse",
     "jsonable",
     "result_out",
@@ -61,12 +62,21 @@ class ChunkOut(msgspec.Struct, kw_only=True):
 
 
 class ContextResponse(msgspec.Struct, kw_only=True):
-    """A whole :class:`ContextResult` as JSON, with the stage timings of the request."""
+    """A whole :class:`ContextResult` as JSON, with the stage timings of the request.
+
+    ``citations`` are the chunks in the context, in context order:
+    ``context[start:end]`` is each one's text as printed there (see
+    :class:`~zerda_async.core.models.Citation`); ``chunks_used`` keeps its
+    documented meaning (every ranked chunk).  ``nothing_relevant`` is true when
+    an opt-in packing setting left no chunk (the context is the placeholder).
+    """
 
     context: str
     context_length: int
     query_analysis: AnalysisOut
     chunks_used: list[ChunkOut]
+    citations: list[Citation] = msgspec.field(default_factory=list)
+    nothing_relevant: bool = False
     total_retrieved: int
     total_after_filter: int
     total_after_rank: int
@@ -139,6 +149,8 @@ def result_out(
             context_budget=int(a.context_budget),
         ),
         chunks_used=[_chunk_out(sc) for sc in result.chunks_used],
+        citations=list(result.citations),
+        nothing_relevant=bool(result.nothing_relevant),
         total_retrieved=result.total_retrieved,
         total_after_filter=result.total_after_filter,
         total_after_rank=result.total_after_rank,

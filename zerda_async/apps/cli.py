@@ -3,7 +3,8 @@
     zerda index PATH... (--out DIR | --store postgresql://...) [--profile P] [--embedder E]
                 [--chunk-size N] [--dim N] [--all-files]
     zerda query DIR "question" [--template T] [--budget N] [--max-chunks N]
-                [--filter KEY=VALUE]... [--timeout S] [--json] [--profile P] [--embedder E]
+                [--filter KEY=VALUE]... [--where KEY=VALUE]... [--timeout S] [--json]
+                [--profile P] [--embedder E]
     zerda serve (DIR | --store DIR|postgresql://...) [--state memory|redis://...|postgresql://...]
                 [--workers N] [--host 127.0.0.1] [--port 8000] [--max-body-bytes N]
                 [--request-timeout S] [--max-pending N] [--profile P] [--embedder E]
@@ -58,7 +59,7 @@ from zerda_async.apps._saved_index import (
 )
 from zerda_async.apps._wire import result_out
 from zerda_async.core.config import ContextEngineConfig
-from zerda_async.core.templates import TEMPLATES
+from zerda_async.core.templates import TEMPLATE_NAMES
 from zerda_async.embedders import HashingEmbedder
 from zerda_async.engine._engine import AsyncContextEngine
 from zerda_async.errors import UsageError, ZerdaError, report_for
@@ -124,6 +125,36 @@ def _filter(text: str) -> tuple[str, Any]:
     return key, value
 
 
+def _where(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE``: a JSON scalar (numbers compare as numbers), plain text, or a JSON
+    object of operators (``year={"$gte": 2020}``)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return key, raw
+    if isinstance(value, str | int | float | bool | None | dict):
+        return key, value
+    return key, raw
+
+
+def _where_filters(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any] | None:
+    """The restricting filters of the ``--where`` pairs: a key given twice matches either value."""
+    filters: dict[str, Any] = {}
+    for key, value in pairs:
+        if key not in filters:
+            filters[key] = value
+            continue
+        before = filters[key]
+        if isinstance(value, dict) or (isinstance(before, dict) and "$in" not in before):
+            raise UsageError(f"--where {key}: an operator object cannot be combined with others")
+        values = before["$in"] if isinstance(before, dict) else [before]
+        filters[key] = {"$in": [*values, value]}
+    return filters or None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``zerda`` argument parser."""
     parser = _Parser(
@@ -180,10 +211,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question", help="the query")
     p.add_argument(
         "--template",
-        choices=list(TEMPLATES),
+        choices=sorted(TEMPLATE_NAMES),
         default=None,
-        help="context template (default: the index's profile: auto (by the query's "
-        "language) for recommended, arabic for documented)",
+        help="context template; auto picks Arabic or English by the query's language "
+        "(default: the index's profile: auto for recommended, arabic for documented)",
     )
     p.add_argument("--budget", type=_positive_int, metavar="N", help="context budget in characters")
     p.add_argument("--max-chunks", type=_positive_int, metavar="N", help="chunks to keep at most")
@@ -193,7 +224,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="metadata filter (repeatable; VALUE is a JSON scalar or plain text)",
+        help="metadata filter that boosts matching chunks (repeatable; VALUE is a JSON "
+        "scalar or plain text)",
+    )
+    p.add_argument(
+        "--where",
+        type=_where,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="restrict retrieval to chunks whose metadata KEY equals VALUE (repeatable: "
+        "every key must match, a repeated key matches either value; numbers compare as "
+        "numbers; VALUE may be an operator object such as '{\"$gte\": 2}')",
     )
     p.add_argument("--timeout", type=_positive_float, metavar="S", help="give up after S seconds")
     p.add_argument(
@@ -533,9 +575,10 @@ def _cmd_query(args: argparse.Namespace) -> int:
     # The index keeps the configuration it was saved with; options apply on top.
     config = saved_config(args.index_dir)
     config.retriever.use_metadata = True  # so --filter pairs are searched
-    if args.template is not None:
-        config.composer.template = args.template
+    config.validate()  # a bad saved field is a one-line error naming it
     filters = dict(args.filter) or None
+    where = _where_filters(args.where)
+    template = args.template or config.composer.template
     started = time.perf_counter()
     load_ms = 0.0
 
@@ -549,6 +592,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
                 metadata_filters=filters,
                 max_chunks=args.max_chunks,
                 budget=args.budget,
+                filters=where,
+                template=args.template,
                 timeout=args.timeout,
             )
 
@@ -558,7 +603,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if args.json:
         out = result_out(
             timed.result,
-            template=config.composer.template,
+            template=template,
             request_id=timed.request_id,
             timings_ms=timed.timings_ms,
         )

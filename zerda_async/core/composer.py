@@ -68,15 +68,20 @@ class SmartContextComposer(ContextComposerStrategy):
         return self.compose_cited(chunks, analysis, budget).context
 
     def compose_cited(
-        self, chunks: list[ScoredChunk], analysis: QueryAnalysis | None, budget: int
+        self,
+        chunks: list[ScoredChunk],
+        analysis: QueryAnalysis | None,
+        budget: int,
+        template: str | None = None,
     ) -> Composition:
         """:meth:`compose`, with the citations of the chunks in the context, in order.
 
         Chunks scoring below ``relevance_floor`` are left out first; when the
         opt-in packing settings leave no chunk, the result says so
-        (``nothing_relevant``).
+        (``nothing_relevant``).  ``template`` (a template name or ``"auto"``)
+        replaces the configured template for this call only; ``None`` keeps it.
         """
-        name, tmpl = self._template_for(analysis)
+        name, tmpl = self._template_for(analysis, template)
         floor = self.cfg.relevance_floor
         if floor > 0:
             chunks = [sc for sc in chunks if sc.composite_score >= floor]
@@ -122,9 +127,17 @@ class SmartContextComposer(ContextComposerStrategy):
             "length_unit": "tokens" if self._counter is not char_counter else "chars",
         }
 
-    def _template_for(self, analysis: QueryAnalysis | None) -> tuple[str, ContextTemplate]:
-        """The template name and record for this query (``"auto"`` resolved by language)."""
-        if self.cfg.template != AUTO_TEMPLATE:
+    def _template_for(
+        self, analysis: QueryAnalysis | None, template: str | None = None
+    ) -> tuple[str, ContextTemplate]:
+        """The template name and record for this query (``"auto"`` resolved by language).
+
+        ``template`` is a per-call choice; an unknown one takes the Arabic
+        record, as an unknown configured name does.
+        """
+        if template is not None and template != AUTO_TEMPLATE:
+            return template, TEMPLATES.get(template, TEMPLATES[DEFAULT_TEMPLATE])
+        if template is None and self.cfg.template != AUTO_TEMPLATE:
             return self.cfg.template, self._tmpl
         name = "arabic" if analysis is not None and analysis.is_arabic else "english"
         return name, TEMPLATES[name]
@@ -188,17 +201,25 @@ class SmartContextComposer(ContextComposerStrategy):
 
 
 def compose_with_citations(
-    composer: Any, chunks: list[ScoredChunk], analysis: QueryAnalysis | None, budget: int
+    composer: Any,
+    chunks: list[ScoredChunk],
+    analysis: QueryAnalysis | None,
+    budget: int,
+    *,
+    template: str | None = None,
 ) -> Composition:
     """Compose with any composer; citations come only from one whose ``compose`` is ours.
 
-    An injected composer, a wrapper that delegates attributes, or a subclass that
-    overrides :meth:`SmartContextComposer.compose` is called through its
-    documented ``compose`` (so its own behaviour wins) and cites nothing.
+    ``template`` (a per-request template name or ``"auto"``; ``None`` for the
+    configured one) reaches only this package's composer.  An injected
+    composer, a wrapper that delegates attributes, or a subclass that overrides
+    :meth:`SmartContextComposer.compose` is called through its documented
+    ``compose`` (so its own behaviour wins, with its own template) and cites
+    nothing.
     """
     if (
         isinstance(composer, SmartContextComposer)
         and type(composer).compose is SmartContextComposer.compose
     ):
-        return composer.compose_cited(chunks, analysis, budget)
+        return composer.compose_cited(chunks, analysis, budget, template)
     return Composition(composer.compose(chunks, analysis, budget))

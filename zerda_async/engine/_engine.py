@@ -88,6 +88,11 @@ class AsyncContextEngine:
     and scan time; cosines then differ by about 1e-8, which can reorder
     near-ties).
 
+    ``config`` is checked with :meth:`ContextEngineConfig.validate` (a
+    ``ConfigError`` naming the field for an unknown template, a weight outside
+    [0, 1], a budget that is not positive); ``validate=False`` accepts what
+    the documented package accepts (its golden cases replay that way).
+
     ``max_sessions`` bounds the per-``session_id`` conversations kept; beyond
     it the least recently run one is dropped (``None``: keep every session).
     The context cache never holds more than ``config.cache.max_size``
@@ -120,6 +125,7 @@ class AsyncContextEngine:
         max_sessions: int | None = 10_000,
         offload: Offload = "auto",
         stores: Stores | None = None,
+        validate: bool = True,
         **components: Unpack[Components],
     ) -> None:
         if offload not in _OFFLOAD:
@@ -131,6 +137,12 @@ class AsyncContextEngine:
             raise TypeError(
                 f"AsyncContextEngine() got an unexpected keyword argument {sorted(unknown)[0]!r}"
             )
+        if config is not None and validate:
+            # The async engine owns its configuration: a typo (an unknown
+            # template, a weight outside [0, 1]) fails here, naming the field,
+            # instead of silently changing every context.  sync_api keeps the
+            # documented acceptance of anything.
+            config.validate()
         self._state = EngineState(
             config,
             components,
@@ -372,13 +384,20 @@ class AsyncContextEngine:
         record_turn: bool = True,
         *,
         session_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+        template: str | None = None,
         timeout: float | None = None,
     ) -> ContextResult:
         """Run the pipeline for ``query``; raises ``TimeoutError`` after ``timeout`` seconds.
 
         ``session_id`` selects a conversation history of its own (``None`` uses
-        the documented single history).  A cancelled or timed-out request
-        changes no shared state.  A ``TimeoutError`` carries a note saying
+        the documented single history).  ``filters`` restricts retrieval to the
+        chunks whose metadata satisfy it (equality, ``{"$in": [...]}``, numeric
+        ranges such as ``{"$gte": 1, "$lt": 5}``; the boosting
+        ``metadata_filters`` stay as documented); ``template`` composes this
+        request with that template (or ``"auto"``).  A bad filter or template
+        raises ``ConfigError`` naming it, before anything runs.  A cancelled or
+        timed-out request changes no shared state.  A ``TimeoutError`` carries a note saying
         where the request was waiting (a pipeline stage, a queue).
         """
         self._check_open()
@@ -390,6 +409,8 @@ class AsyncContextEngine:
             override_budget=override_budget,
             use_history=use_history,
             record_turn=record_turn,
+            filters=filters,
+            template=template,
         )
         request: Request | None = None
         try:
@@ -428,6 +449,8 @@ class AsyncContextEngine:
         record_turn: bool = True,
         *,
         session_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+        template: str | None = None,
         timeout: float | None = None,
     ) -> EventStream:
         """One typed event per stage, then ``done`` (or ``error``); see :mod:`.events`.
@@ -448,6 +471,8 @@ class AsyncContextEngine:
                 override_budget=override_budget,
                 use_history=use_history,
                 record_turn=record_turn,
+                filters=filters,
+                template=template,
             )
 
         return EventStream(self._runner, new_job, timeout)

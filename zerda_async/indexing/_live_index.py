@@ -75,11 +75,14 @@ class LiveIndex:
                 vectors,
                 self.query_embed_fn,
                 query_check=check_query_vector,
+                metadata=corpus.metadata,
             )
         return HybridRetriever(
             config=config,
             vector_retriever=vec_ret,
-            keyword_retriever=KeywordRetriever.over(config, corpus.chunks, corpus.keyword),
+            keyword_retriever=KeywordRetriever.over(
+                config, corpus.chunks, corpus.keyword, metadata=corpus.metadata
+            ),
             metadata_retriever=MetadataRetriever.over(config, corpus.chunks, corpus.metadata),
         )
 

@@ -76,11 +76,14 @@ class ZerdaBackend:
         self.use_history = use_history
         self._lock = threading.Lock()
 
-    def _kwargs(self, k: int, metadata_filters: dict[str, Any] | None) -> dict[str, Any]:
+    def _kwargs(
+        self, k: int, metadata_filters: dict[str, Any] | None, filters: dict[str, Any] | None
+    ) -> dict[str, Any]:
         if k < 1:
             raise ValueError(f"k must be a positive number of chunks, got {k}")
         return {
             "metadata_filters": metadata_filters,
+            "filters": filters,
             "max_chunks": k,
             "use_history": self.use_history,
             "record_turn": self.use_history,
@@ -92,10 +95,18 @@ class ZerdaBackend:
             return self.engine.run(query, **kwargs)
 
     def run(
-        self, query: str, k: int, metadata_filters: dict[str, Any] | None = None
+        self,
+        query: str,
+        k: int,
+        metadata_filters: dict[str, Any] | None = None,
+        filters: dict[str, Any] | None = None,
     ) -> ContextResult:
-        """The result for ``query`` with at most ``k`` chunks, from sync code."""
-        kwargs = self._kwargs(k, metadata_filters)
+        """The result for ``query`` with at most ``k`` chunks, from sync code.
+
+        ``metadata_filters`` boost (documented); ``filters`` restrict retrieval
+        to the chunks whose metadata match (the engines' run option).
+        """
+        kwargs = self._kwargs(k, metadata_filters, filters)
         if isinstance(self.engine, ContextEngine):
             return self._run_facade(query, kwargs)
         if self.portal is None:
@@ -110,10 +121,14 @@ class ZerdaBackend:
         return self.portal.call(partial(self.engine.run, query, **kwargs))
 
     async def arun(
-        self, query: str, k: int, metadata_filters: dict[str, Any] | None = None
+        self,
+        query: str,
+        k: int,
+        metadata_filters: dict[str, Any] | None = None,
+        filters: dict[str, Any] | None = None,
     ) -> ContextResult:
         """The result for ``query`` with at most ``k`` chunks, without blocking the loop."""
-        kwargs = self._kwargs(k, metadata_filters)
+        kwargs = self._kwargs(k, metadata_filters, filters)
         if isinstance(self.engine, ContextEngine):
             return await anyio.to_thread.run_sync(self._run_facade, query, kwargs)
         return await self.engine.run(query, **kwargs)

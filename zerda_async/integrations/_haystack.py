@@ -32,8 +32,11 @@ class ZerdaHaystackRetriever:
     """Outputs ``documents`` (the ranked chunks, with scores) and ``context`` (zerda's string).
 
     ``run`` is the sync path; ``run_async`` (used by ``AsyncPipeline``) never
-    blocks the loop.  ``top_k`` and ``filters`` (zerda's boosting
-    ``metadata_filters``) can be overridden per run.
+    blocks the loop.  ``top_k`` and ``filters`` can be overridden per run.
+    ``filters`` restrict retrieval to the chunks whose metadata match, as a
+    Haystack retriever's do, in zerda's filter language (``{"lang": "en",
+    "year": {"$gte": 2020}, "kind": {"$in": [...]}}``); ``metadata_filters``
+    are zerda's documented boosting filters.
     """
 
     def __init__(
@@ -42,10 +45,12 @@ class ZerdaHaystackRetriever:
         top_k: int = 4,
         filters: dict[str, Any] | None = None,
         portal: BlockingPortal | None = None,
+        metadata_filters: dict[str, Any] | None = None,
     ) -> None:
         self._zerda = ZerdaBackend(engine, portal=portal)
         self.top_k = top_k
         self.filters = filters
+        self.metadata_filters = metadata_filters
 
     @component.output_types(documents=list[Document], context=str)
     def run(
@@ -53,7 +58,8 @@ class ZerdaHaystackRetriever:
     ) -> dict[str, Any]:
         """Documents and context for ``query``."""
         k = self.top_k if top_k is None else top_k
-        return _output(self._zerda.run(query, k, filters or self.filters), k)
+        result = self._zerda.run(query, k, self.metadata_filters, filters or self.filters)
+        return _output(result, k)
 
     @component.output_types(documents=list[Document], context=str)
     async def run_async(
@@ -61,4 +67,5 @@ class ZerdaHaystackRetriever:
     ) -> dict[str, Any]:
         """The same as :meth:`run`, on the loop without blocking it."""
         k = self.top_k if top_k is None else top_k
-        return _output(await self._zerda.arun(query, k, filters or self.filters), k)
+        result = await self._zerda.arun(query, k, self.metadata_filters, filters or self.filters)
+        return _output(result, k)

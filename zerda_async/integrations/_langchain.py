@@ -42,8 +42,10 @@ class ZerdaRetriever(BaseRetriever):
 
     Each document's metadata holds the chunk's own metadata plus ``doc_id``,
     ``source``, ``rank`` and its scores (``score`` is the composite score).
-    ``k`` (at most that many documents) and ``metadata_filters`` are set here
-    and can be overridden per call: ``retriever.invoke(q, k=3)``.
+    ``k`` (at most that many documents), ``metadata_filters`` (boost) and
+    ``filters`` (restrict retrieval to matching metadata: equality,
+    ``{"$in": [...]}``, numeric ranges) are set here and can be overridden per
+    call: ``retriever.invoke(q, k=3, filters={"lang": "en"})``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -52,6 +54,7 @@ class ZerdaRetriever(BaseRetriever):
     """A ``sync_api.ContextEngine`` or an entered ``AsyncContextEngine``."""
     k: int = Field(default=4, ge=1)
     metadata_filters: dict[str, Any] | None = None
+    filters: dict[str, Any] | None = None
     portal: BlockingPortal | None = None
     """For sync calls on an ``AsyncContextEngine``: a portal on the engine's loop."""
     use_history: bool = False
@@ -66,9 +69,12 @@ class ZerdaRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
         metadata_filters: dict[str, Any] | None = None,
+        filters: dict[str, Any] | None = None,
     ) -> list[Document]:
         n = self.k if k is None else k
-        result = self._backend().run(query, n, metadata_filters or self.metadata_filters)
+        result = self._backend().run(
+            query, n, metadata_filters or self.metadata_filters, filters or self.filters
+        )
         return _documents(result, n)
 
     async def _aget_relevant_documents(
@@ -78,9 +84,12 @@ class ZerdaRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
         metadata_filters: dict[str, Any] | None = None,
+        filters: dict[str, Any] | None = None,
     ) -> list[Document]:
         n = self.k if k is None else k
-        result = await self._backend().arun(query, n, metadata_filters or self.metadata_filters)
+        result = await self._backend().arun(
+            query, n, metadata_filters or self.metadata_filters, filters or self.filters
+        )
         return _documents(result, n)
 
 
@@ -102,9 +111,12 @@ def zerda_context_runnable(
     *,
     k: int = 8,
     metadata_filters: dict[str, Any] | None = None,
+    filters: dict[str, Any] | None = None,
     portal: BlockingPortal | None = None,
 ) -> RunnableLambda[Any, str]:
     """A runnable mapping a query (or ``{"query": ...}``) to zerda's composed context string.
+
+    ``filters`` restrict retrieval to the chunks whose metadata match.
 
     ``invoke`` runs the sync path, ``ainvoke`` the async one (never blocking
     the loop); pipe it into a prompt: ``{"context": runnable, ...} | prompt``.
@@ -112,9 +124,9 @@ def zerda_context_runnable(
     backend = ZerdaBackend(engine, portal=portal)
 
     def context(value: Any) -> str:
-        return backend.run(_query_of(value), k, metadata_filters).context
+        return backend.run(_query_of(value), k, metadata_filters, filters).context
 
     async def acontext(value: Any) -> str:
-        return (await backend.arun(_query_of(value), k, metadata_filters)).context
+        return (await backend.arun(_query_of(value), k, metadata_filters, filters)).context
 
     return RunnableLambda(context, afunc=acontext, name="zerda_context")

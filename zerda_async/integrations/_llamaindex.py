@@ -29,7 +29,8 @@ class ZerdaLlamaIndexRetriever(BaseRetriever):
 
     ``retrieve`` runs the sync path, ``aretrieve`` the async one (never
     blocking the loop); node metadata carries ``doc_id``, ``source``,
-    ``rank`` and the chunk's scores.
+    ``rank`` and the chunk's scores.  ``metadata_filters`` boost matching
+    chunks; ``filters`` restrict retrieval to them (equality, ``$in``, ranges).
     """
 
     def __init__(
@@ -38,17 +39,20 @@ class ZerdaLlamaIndexRetriever(BaseRetriever):
         *,
         k: int = 4,
         metadata_filters: dict[str, Any] | None = None,
+        filters: dict[str, Any] | None = None,
         portal: BlockingPortal | None = None,
         **kwargs: Any,
     ) -> None:
         self._zerda = ZerdaBackend(engine, portal=portal)
         self._k = k
-        self._filters = metadata_filters
+        self._boost = metadata_filters
+        self._where = filters
         super().__init__(**kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return _nodes(self._zerda.run(query_bundle.query_str, self._k, self._filters), self._k)
+        result = self._zerda.run(query_bundle.query_str, self._k, self._boost, self._where)
+        return _nodes(result, self._k)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = await self._zerda.arun(query_bundle.query_str, self._k, self._filters)
+        result = await self._zerda.arun(query_bundle.query_str, self._k, self._boost, self._where)
         return _nodes(result, self._k)

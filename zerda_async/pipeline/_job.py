@@ -9,13 +9,30 @@ from typing import Any
 
 import msgspec
 
+from zerda_async.core.filter_language import conditions_key, parse_filters
 from zerda_async.core.models import Citation, ContextResult, QueryAnalysis, ScoredChunk
+from zerda_async.core.templates import TEMPLATE_NAMES
+from zerda_async.errors import ConfigError
 
-__all__ = ["RUN_KEYWORDS", "Ahead", "Job", "RunOptions", "check_run_keywords", "make_job"]
+__all__ = [
+    "RUN_KEYWORDS",
+    "Ahead",
+    "Job",
+    "RunOptions",
+    "check_run_keywords",
+    "make_job",
+    "options_cache_suffix",
+]
 
 
 class RunOptions(msgspec.Struct, frozen=True):
-    """The caller's arguments of one ``run`` call (documented names and defaults)."""
+    """The caller's arguments of one ``run`` call (documented names and defaults first).
+
+    ``filters`` restricts retrieval to the chunks whose metadata satisfy it
+    (the language of :mod:`zerda_async.core.filter_language`); ``template``
+    composes this request with another template (``None``: the configuration's).
+    Both are opt-in: unset, a run is the documented one.
+    """
 
     metadata_filters: dict[str, Any] | None = None
     max_chunks: int | None = None
@@ -23,12 +40,14 @@ class RunOptions(msgspec.Struct, frozen=True):
     use_history: bool = True
     record_turn: bool = True
     session_id: str | None = None
+    filters: dict[str, Any] | None = None
+    template: str | None = None
 
 
 RUN_KEYWORDS: tuple[str, ...] = tuple(
     name for name in RunOptions.__struct_fields__ if name != "session_id"
 )
-"""The documented keyword arguments of ``run()`` (``session_id`` is the async engine's own)."""
+"""The keyword arguments of ``run()`` (``session_id`` is the async engine's own)."""
 
 
 @dataclass(slots=True)
@@ -88,7 +107,38 @@ def make_job(query: Any, session_id: str | None = None, **run_kwargs: Any) -> Jo
     for an unexpected keyword, before anything is submitted.
     """
     check_run_keywords(run_kwargs)
-    return Job(query=query, options=RunOptions(session_id=session_id, **run_kwargs))
+    options = RunOptions(session_id=session_id, **run_kwargs)
+    check_run_options(options)
+    return Job(query=query, options=options)
+
+
+def check_run_options(options: RunOptions) -> None:
+    """Raise ``ConfigError`` naming a bad ``filters`` key or ``template``, before submission."""
+    if options.filters is not None:
+        if not isinstance(options.filters, Mapping):
+            raise ConfigError(
+                f"filters must be a mapping of metadata keys, got {type(options.filters).__name__}"
+            )
+        parse_filters(options.filters)
+    if options.template is not None and options.template not in TEMPLATE_NAMES:
+        raise ConfigError(
+            f"template: unknown template {options.template!r}; "
+            f"expected one of {sorted(TEMPLATE_NAMES)}"
+        )
+
+
+def options_cache_suffix(options: RunOptions, config_template: str) -> str:
+    """What ``filters`` and ``template`` add to a cache key (empty when unset, as documented).
+
+    A template equal to the configuration's composes the same context, so it
+    adds nothing.
+    """
+    suffix = ""
+    if options.filters:
+        suffix += f"|where={conditions_key(parse_filters(options.filters))}"
+    if options.template is not None and options.template != config_template:
+        suffix += f"|template={options.template}"
+    return suffix
 
 
 def check_run_keywords(run_kwargs: Mapping[str, Any]) -> None:

@@ -29,10 +29,11 @@ from typing import Any
 import anyio
 import msgspec
 
+from zerda_async.core.filter_language import matches, parse_filters
 from zerda_async.core.models import Composition, ConversationHistory, RetrievalMethod, ScoredChunk
 from zerda_async.core.retrieval import HybridRetriever
 from zerda_async.errors import ConfigError, StoreUnavailableError
-from zerda_async.pipeline._job import Job
+from zerda_async.pipeline._job import Job, options_cache_suffix
 from zerda_async.pipeline._state import EngineState
 from zerda_async.stores import LearningSample, apply_window
 
@@ -74,9 +75,11 @@ async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
     cfg = state.config.retriever
     k = job.options.max_chunks or cfg.top_k
     query = job.effective_query
+    # The run's restricting filters are pushed into every search of the store.
+    where = job.options.filters or None
     vector: list[ScoredChunk] = []
     if cfg.use_vector and job.query_vector is not None:
-        hits = await store.vector_search(job.query_vector, k)
+        hits = await store.vector_search(job.query_vector, k, where)
         kept = [h for h in hits if not h.score < cfg.min_vector_score]
         vector = [
             ScoredChunk(
@@ -89,7 +92,7 @@ async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
         ]
     keyword: list[ScoredChunk] = []
     if cfg.use_keyword:
-        hits = await store.keyword_search(query, k)
+        hits = await store.keyword_search(query, k, where)
         if hits:
             best = hits[0].score
             keyword = [
@@ -110,6 +113,10 @@ async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
                 f"{type(store).__name__} has no metadata search: disable use_metadata"
             )
         hits = await search(pairs, k)
+        if where:
+            # The store's metadata search takes no restriction: apply it here.
+            conditions = parse_filters(where)
+            hits = [h for h in hits if matches(h.chunk.metadata, conditions)]
         metadata = [
             ScoredChunk(
                 chunk=h.chunk,
@@ -158,6 +165,7 @@ async def cached_composition(job: Job, state: EngineState) -> Composition | None
     """
     assert state.cache is not None
     base = state.cache.make_key(job.query, job.options.metadata_filters)
+    base += options_cache_suffix(job.options, state.config.composer.template)
     version = await corpus_version(state)
     cache = state.stores.cache
     if cache is None:

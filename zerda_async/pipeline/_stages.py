@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from typing import Any
 
 import zerda_async.pipeline._shared as _shared
 from zerda_async.core.composer import compose_with_citations
+from zerda_async.core.filter_language import matches, parse_filters
 from zerda_async.core.models import Composition, ContextResult
-from zerda_async.pipeline._job import Job
+from zerda_async.pipeline._job import Job, options_cache_suffix
 from zerda_async.pipeline._state import EngineState
 from zerda_async.stores import LearningSample
 
@@ -88,6 +90,7 @@ class CacheLookup(Stage):
         if state.cache is None:
             return
         job.cache_key = state.cache_key(job.query, job.options.metadata_filters)
+        job.cache_key += options_cache_suffix(job.options, state.config.composer.template)
         _serve_cached(job, state, state.cache.get_composition(job.cache_key))
 
     def awaits(self, state: EngineState) -> bool:
@@ -205,7 +208,13 @@ class QueryEmbedding(Stage):
 
 
 class Retrieval(Stage):
-    """Step 4: hybrid retrieval of candidates for the effective query."""
+    """Step 4: hybrid retrieval of candidates for the effective query.
+
+    The run's restricting ``filters`` go to the retriever as ``where=`` when
+    it says it takes them (``accepts_where``, as the engine's own does); an
+    injected retriever that does not keeps its documented call, and its
+    candidates outside the filters are dropped here.
+    """
 
     name = "retrieval"
     speculative = True
@@ -214,15 +223,23 @@ class Retrieval(Stage):
         job.retrieved = []
         if state.retriever:
             # A query vector computed ahead (the async engine's micro-batched
-            # embedder) is only passed when present, so injected retrievers
-            # keep the documented three-keyword call.
-            extra = {} if job.query_vector is None else {"query_vector": job.query_vector}
+            # embedder) and the restricting filters are only passed when
+            # present, so injected retrievers keep the documented call.
+            extra: dict[str, Any] = {}
+            if job.query_vector is not None:
+                extra["query_vector"] = job.query_vector
+            where = parse_filters(job.options.filters)
+            pushed = bool(where) and getattr(state.retriever, "accepts_where", False)
+            if pushed:
+                extra["where"] = job.options.filters
             job.retrieved = state.retriever.retrieve(
                 query=job.effective_query,
                 top_k=job.options.max_chunks or state.config.retriever.top_k,
                 filters=job.options.metadata_filters,
                 **extra,
             )
+            if where and not pushed:
+                job.retrieved = [sc for sc in job.retrieved if matches(sc.metadata, where)]
 
     def awaits(self, state: EngineState) -> bool:
         return state.stores.index is not None
@@ -273,12 +290,18 @@ class Rank(Stage):
 
 
 class Compose(Stage):
-    """Step 7: pack the ranked chunks into the budget with the template."""
+    """Step 7: pack the ranked chunks into the budget with the template.
+
+    The run's ``template`` option reaches the engine's own composer; an
+    injected composer always composes with its own template.
+    """
 
     name = "compose"
 
     def apply(self, job: Job, state: EngineState) -> None:
-        composition = compose_with_citations(state.composer, job.ranked, job.analysis, job.budget)
+        composition = compose_with_citations(
+            state.composer, job.ranked, job.analysis, job.budget, template=job.options.template
+        )
         job.context = composition.context
         job.citations = composition.citations
         job.nothing_relevant = composition.nothing_relevant

@@ -23,9 +23,9 @@ with ``Retry-After`` when ``max_pending`` requests are already inside, 504
 past ``request_timeout``.  A stream that passes its deadline after its first
 event ends with an ``error`` event (``status`` 504).
 
-One engine is opened per composer template, on first use (the default
-template's at start-up), by a task that owns them all and closes them at
-shutdown (:mod:`._pool`; mounted in another application, the first request
+One engine serves every request, whatever template it names (the template is
+a run option); it is opened at start-up by a task that owns it and closes it
+at shutdown (:mod:`._pool`; mounted in another application, the first request
 starts it); the application never reads paths or patterns from requests.
 """
 
@@ -50,7 +50,9 @@ from zerda_async.apps.server._page import Page
 from zerda_async.apps.server._pool import EngineOpener, EnginePool
 from zerda_async.apps.server._replica import StoreSet
 from zerda_async.apps.server._routes import Service
+from zerda_async.core.templates import TEMPLATE_NAMES
 from zerda_async.errors import (
+    ConfigError,
     HTTPProblem,
     RequestBodyError,
     StageFailedError,
@@ -140,7 +142,12 @@ def create_app(
     index_info: Mapping[str, Any] | None = None,
     store_set: StoreSet | None = None,
 ) -> Starlette:
-    """The service: ``open_engine(template)`` runs an engine for that composer template.
+    """The service: ``open_engine(settings.default_template)`` runs its one engine.
+
+    The engine's configuration template is the one requests naming none get;
+    a request's ``template`` is passed to that engine as a run option.
+    ``settings.default_template`` must be a template name or ``"auto"``
+    (``ConfigError`` naming ``default_template`` otherwise).
 
     ``index_info`` is shown by ``/healthz``.  The application's state holds
     ``metrics`` (:class:`Metrics`), ``pool`` (:class:`EnginePool`) and
@@ -150,6 +157,11 @@ def create_app(
     or let the first request start the engines (asyncio only).
     """
     settings = settings or ServiceSettings()
+    if settings.default_template not in TEMPLATE_NAMES:
+        raise ConfigError(
+            f"default_template must be one of {sorted(TEMPLATE_NAMES)}, "
+            f"got {settings.default_template!r}"
+        )
     metrics = Metrics(ROUTES)
     pool = EnginePool(open_engine)
     service = Service(pool, settings, metrics, index_info or {}, store_set)

@@ -33,7 +33,8 @@ class ServiceSettings(msgspec.Struct, kw_only=True):
     retry_after: int = 1
     """Seconds sent in ``Retry-After`` with a 503."""
     default_template: str = "arabic"
-    """Composer template of requests that name none."""
+    """Composer template of requests that name none (a template name or ``"auto"``);
+    the service's one engine is opened with it."""
     cors_origins: list[str] = msgspec.field(default_factory=list)
     """Origins allowed to call the service from a browser (CORS); none by default."""
     api_key: str | None = None

@@ -1,4 +1,8 @@
-"""The engines of the service: one per composer template, owned by one task.
+"""The engines of the service, owned by one task.
+
+The service asks for one engine (its default template's: a request's template
+is a run option); the pool stays keyed by template for applications that open
+more.
 
 An engine runs inside ``async with``, so it must be entered and left by the
 same task: :meth:`EnginePool.serve` is that task.  It normally runs inside the

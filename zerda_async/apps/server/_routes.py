@@ -30,6 +30,8 @@ from zerda_async.apps.server._schemas import (
     result_out,
 )
 from zerda_async.apps.server._sse import EventStreamResponse, encode_event, sse_record
+from zerda_async.core.templates import TEMPLATE_NAMES
+from zerda_async.engine._engine import AsyncContextEngine
 from zerda_async.errors import EngineClosedError, HTTPProblem
 from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
 
@@ -37,7 +39,12 @@ __all__ = ["Service"]
 
 
 class Service:
-    """The endpoints and the state they share."""
+    """The endpoints and the state they share.
+
+    One engine (opened with ``settings.default_template``) serves every request:
+    a request's ``template`` is its run option, so the cache, the sessions and
+    the index are shared whatever template a request names.
+    """
 
     def __init__(
         self,
@@ -76,6 +83,10 @@ class Service:
         finally:
             self.release()
 
+    async def engine(self) -> AsyncContextEngine:
+        """The service's one engine (opened on first use)."""
+        return await self.pool.get(self.settings.default_template)
+
     def _deadline_problem(self) -> HTTPProblem:
         return HTTPProblem(504, f"request took longer than {self.settings.request_timeout:g} s")
 
@@ -87,7 +98,7 @@ class Service:
         async with self.admitted():
             try:
                 with anyio.fail_after(self.settings.request_timeout):
-                    engine = await self.pool.get(template)
+                    engine = await self.engine()
                     timed = await run_timed(
                         engine,
                         req.query,
@@ -95,6 +106,8 @@ class Service:
                         max_chunks=req.max_chunks,
                         budget=req.budget,
                         session_id=req.session_id,
+                        filters=req.filters,
+                        template=req.template,
                     )
             except TimeoutError:
                 raise self._deadline_problem() from None
@@ -117,7 +130,7 @@ class Service:
         async with self.admitted():
             try:
                 with anyio.fail_after(self.settings.request_timeout):
-                    engine = await self.pool.get(template)
+                    engine = await self.engine()
                     context = await engine.run_multi(
                         req.queries,
                         req.global_budget,
@@ -125,6 +138,8 @@ class Service:
                         metadata_filters=req.metadata_filters,
                         max_chunks=req.max_chunks,
                         session_id=req.session_id,
+                        filters=req.filters,
+                        template=req.template,
                     )
             except TimeoutError:
                 raise self._deadline_problem() from None
@@ -148,7 +163,7 @@ class Service:
             deadline = anyio.current_time() + timeout
             try:
                 with anyio.fail_after(timeout):
-                    engine = await self.pool.get(template)
+                    engine = await self.engine()
                 events = cast(
                     AsyncGenerator[StageEvent, None],
                     engine.stream(
@@ -157,6 +172,8 @@ class Service:
                         req.max_chunks,
                         req.budget,
                         session_id=req.session_id,
+                        filters=req.filters,
+                        template=req.template,
                         timeout=max(0.0, deadline - anyio.current_time()),
                     ),
                 )
@@ -226,20 +243,21 @@ class Service:
             yield failure(500, type(exc).__name__, "internal error")
 
     async def healthz(self, request: Request) -> Response:
-        # "ok" only once the default template's engine runs: a mounted service
-        # (whose lifespan never ran) starts it here, and one that cannot start
-        # says so with 503 instead of reporting health it does not have.
+        # "ok" only once the engine runs: a mounted service (whose lifespan
+        # never ran) starts it here, and one that cannot start says so with 503
+        # instead of reporting health it does not have.
         status, code = "ok", 200
         try:
             with anyio.fail_after(self.settings.request_timeout):
-                await self.pool.get(self.settings.default_template)
+                await self.engine()
         except (EngineClosedError, TimeoutError):
             status, code = "unavailable", 503
         return json_response(
             Health(
                 status=status,
                 in_flight=self.active,
-                templates_loaded=self.pool.loaded,
+                # The one engine serves every template a request may name.
+                templates_loaded=sorted(TEMPLATE_NAMES) if code == 200 else [],
                 index=self.index_info,
                 error=None if code == 200 else (self.pool.last_error or self.pool.state),
             ),

@@ -2,9 +2,11 @@
 
 Requests are decoded strictly: unknown fields, wrong types and out-of-range
 values are rejected and :func:`decode_request` names the offending field.
-What clients send is data only: the query is text, metadata filters map keys
-to JSON scalars compared with ``==`` — no field is ever read as a regular
-expression, a file path or configuration.
+What clients send is data only: the query is text, ``metadata_filters`` map
+keys to JSON scalars compared with ``==`` (they boost), ``filters`` map keys to
+a scalar or one small operator object (``$in``, ``$gt``, ``$gte``, ``$lt``,
+``$lte``; they restrict) — no field is ever read as a regular expression, a
+file path or configuration.
 
 Responses never encode the caller's chunk objects directly: results go through
 :func:`zerda_async.apps._wire.result_out` (re-exported here with its Structs).
@@ -19,7 +21,8 @@ import msgspec
 from msgspec import Meta
 
 from zerda_async.apps._wire import AnalysisOut, ChunkOut, ContextResponse, jsonable, result_out
-from zerda_async.errors import RequestBodyError
+from zerda_async.core.filter_language import parse_filters
+from zerda_async.errors import ConfigError, RequestBodyError
 
 __all__ = [
     "MAX_QUERIES",
@@ -45,11 +48,17 @@ __all__ = [
 MAX_QUERY_CHARS = 4096
 MAX_QUERIES = 16
 
-TemplateName = Literal["arabic", "english", "minimal", "structured"]
+TemplateName = Literal["auto", "arabic", "english", "minimal", "structured"]
 Query = Annotated[str, Meta(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r"\S")]
 FilterKey = Annotated[str, Meta(min_length=1, max_length=128)]
 FilterValue = Annotated[str, Meta(max_length=1024)] | int | float | bool | None
 Filters = Annotated[dict[FilterKey, FilterValue], Meta(max_length=32)]
+Operator = Annotated[str, Meta(pattern=r"^\$(in|gt|gte|lt|lte)$")]
+Condition = Annotated[
+    dict[Operator, FilterValue | Annotated[list[FilterValue], Meta(max_length=256)]],
+    Meta(min_length=1, max_length=4),
+]
+RestrictFilters = Annotated[dict[FilterKey, FilterValue | Condition], Meta(max_length=32)]
 Budget = Annotated[int, Meta(ge=1, le=1_000_000)]
 MaxChunks = Annotated[int, Meta(ge=1, le=1000)]
 SessionId = Annotated[str, Meta(min_length=1, max_length=128)]
@@ -64,6 +73,7 @@ class ContextRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     budget: Budget | None = None
     session_id: SessionId | None = None
     template: TemplateName | None = None
+    filters: RestrictFilters | None = None
 
 
 class MultiRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -76,6 +86,7 @@ class MultiRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_chunks: MaxChunks | None = None
     session_id: SessionId | None = None
     template: TemplateName | None = None
+    filters: RestrictFilters | None = None
 
 
 class MultiResponse(msgspec.Struct, kw_only=True):
@@ -154,8 +165,19 @@ def _field_of(message: str) -> str | None:
 def decode_request(body: bytes, kind: type[_Req]) -> _Req:
     """Decode ``body`` as ``kind``; raises :class:`RequestBodyError` naming the bad field."""
     try:
-        return msgspec.json.decode(body, type=kind)
+        req = msgspec.json.decode(body, type=kind)
     except msgspec.ValidationError as exc:
         raise RequestBodyError(str(exc), _field_of(str(exc))) from None
     except msgspec.DecodeError as exc:
         raise RequestBodyError(f"malformed JSON: {exc}", None) from None
+    if not isinstance(req, AnswerRequest):
+        check_filters(req.filters)
+    return req
+
+
+def check_filters(filters: dict[str, Any] | None) -> None:
+    """What the schema cannot say (``$in`` needs a list, a bound a number): 422 naming the key."""
+    try:
+        parse_filters(filters)
+    except ConfigError as exc:
+        raise RequestBodyError(str(exc), "filters") from None

@@ -9,6 +9,13 @@ comparison of the key's code column.  Other values (lists, dicts, NaN, custom
 objects) sit in a short per-key side list compared with a real ``==``, and
 chunks whose metadata is not a mapping are evaluated the slow way per query.
 
+:meth:`MetadataIndex.mask` evaluates the restricting filter language of
+:mod:`zerda_async.core.filter_language` (JSON equality, ``$in``, numeric ranges)
+to a boolean mask over the positions, with the same code columns: per query it
+costs one pass over each key's distinct values and vectorised comparisons, never
+Python work per chunk.  Booleans share a code with the equal numbers (``True ==
+1``), so each column also marks which of its entries hold a boolean.
+
 Metadata is snapshotted when chunks are indexed.  A :class:`MetadataIndex`
 is immutable; the per-key code tables only grow and are shared by successive
 snapshots (a code unknown to an older snapshot simply matches nothing there).
@@ -22,6 +29,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from ..filter_language import Condition, in_range, is_number, json_equal
 
 __all__ = ["MetadataIndex"]
 
@@ -42,6 +51,8 @@ class _Column:
     codes: NDArray[np.int32]
     table: dict[Any, int]
     others: tuple[tuple[int, Any], ...]
+    bools: NDArray[np.bool_]
+    """Per entry: the value is a ``bool`` (its code is shared with ``0``/``1``)."""
 
 
 @dataclass(slots=True)
@@ -49,6 +60,7 @@ class _Builder:
     positions: list[int]
     codes: list[int]
     others: list[tuple[int, Any]]
+    bools: list[bool]
 
 
 def _collect(
@@ -63,9 +75,10 @@ def _collect(
         for key, value in meta.items():
             builder = builders.get(key)
             if builder is None:
-                builder = builders[key] = _Builder([], [], [])
+                builder = builders[key] = _Builder([], [], [], [])
                 tables.setdefault(key, {})
             builder.positions.append(position)
+            builder.bools.append(type(value) is bool)
             if _is_plain(value):
                 table = tables[key]
                 builder.codes.append(table.setdefault(value, len(table)))
@@ -111,6 +124,12 @@ class MetadataIndex:
                 ),
                 table=tables[key],
                 others=(() if old is None else old.others) + tuple(builder.others),
+                bools=np.concatenate(
+                    (
+                        np.empty(0, np.bool_) if old is None else old.bools,
+                        np.array(builder.bools, dtype=np.bool_),
+                    )
+                ),
             )
         live = self.live
         if live is not None:
@@ -140,6 +159,7 @@ class MetadataIndex:
                 codes=column.codes[keep],
                 table=column.table,
                 others=_renumbered(column.others, renumber),
+                bools=column.bools[keep],
             )
         return MetadataIndex(
             columns=columns,
@@ -171,6 +191,57 @@ class MetadataIndex:
             counts[~self.live] = 0
         hits = np.flatnonzero(counts > 0)
         return hits, counts[hits]
+
+    def mask(self, conditions: tuple[Condition, ...]) -> NDArray[np.bool_]:
+        """Live positions whose metadata satisfy every condition (the filter language)."""
+        allowed = np.ones(self.n_positions, dtype=bool) if self.live is None else self.live.copy()
+        for cond in conditions:
+            column = self.columns.get(cond.key)
+            hit = np.zeros(self.n_positions, dtype=bool)
+            if column is not None:
+                hit[column.positions[_column_hits(column, cond)]] = True
+                for position, value in column.others:
+                    if _satisfies(value, cond):
+                        hit[position] = True
+            # Chunks whose metadata is not a mapping never match (as in ``matches``).
+            allowed &= hit
+        return allowed
+
+
+def _satisfies(value: Any, cond: Condition) -> bool:
+    if cond.kind == "range":
+        return in_range(value, cond.bounds)
+    return any(json_equal(value, wanted) for wanted in cond.values)
+
+
+def _column_hits(column: _Column, cond: Condition) -> NDArray[np.bool_]:
+    """Per entry of ``column``: its (plain, coded) value satisfies ``cond``."""
+    # One pass over the distinct values (list() copies the shared table in C).
+    entries = list(column.table.items())
+    if cond.kind == "range":
+        # A table key may be the bool that first took a code shared with 0 or 1:
+        # read it as that number, and leave out the entries that hold a bool.
+        good = [
+            code
+            for value, code in entries
+            if (is_number(value) or type(value) is bool)
+            and in_range(int(value) if type(value) is bool else value, cond.bounds)
+        ]
+        return np.isin(column.codes, good) & ~column.bools
+    hits = np.zeros(column.codes.shape[0], dtype=bool)
+    for wanted in cond.values:
+        if not _is_plain(wanted):
+            continue  # lists and objects live in ``others``
+        code = column.table.get(wanted)
+        if code is None:
+            continue
+        selected = column.codes == code
+        if type(wanted) is bool:
+            selected &= column.bools
+        elif is_number(wanted):
+            selected &= ~column.bools
+        hits |= selected
+    return hits
 
 
 def _renumbered(

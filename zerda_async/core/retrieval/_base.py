@@ -16,7 +16,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..config import ContextEngineConfig, RetrieverConfig
-from ._common import HashMemo, live_items
+from ..index.metadata_index import MetadataIndex
+from ._common import HashMemo, MetadataMasks, live_items
 
 __all__ = ["IndexedRetriever", "View"]
 
@@ -36,6 +37,7 @@ class View(Generic[IndexT]):
     chunks: Sequence[Any]
     index: IndexT
     hashes: HashMemo
+    masks: MetadataMasks
 
 
 class IndexedRetriever(Generic[IndexT]):
@@ -46,16 +48,33 @@ class IndexedRetriever(Generic[IndexT]):
 
     def __init__(self, config: ContextEngineConfig, chunks: Iterable[Any] | None = None) -> None:
         self.cfg: RetrieverConfig = config.retriever
-        self._view: View[IndexT] = View((), self._build(()), HashMemo(()))
+        self._view: View[IndexT] = self._new_view((), self._build(()))
         if chunks:
             self.index_chunks(chunks)
 
     @classmethod
-    def over(cls, config: ContextEngineConfig, chunks: Sequence[Any], index: IndexT) -> Self:
-        """A retriever serving a prebuilt ``index`` whose positions hold ``chunks``."""
+    def over(
+        cls,
+        config: ContextEngineConfig,
+        chunks: Sequence[Any],
+        index: IndexT,
+        *,
+        metadata: MetadataIndex | None = None,
+    ) -> Self:
+        """A retriever serving a prebuilt ``index`` whose positions hold ``chunks``.
+
+        ``metadata`` (the metadata index of the same positions, optional)
+        serves the restricting filters; without it one is built when first needed.
+        """
         retriever = cls(config)
-        retriever._view = View(chunks, index, HashMemo(chunks))
+        retriever._view = retriever._new_view(chunks, index, metadata)
         return retriever
+
+    def _new_view(
+        self, chunks: Sequence[Any], index: IndexT, metadata: MetadataIndex | None = None
+    ) -> View[IndexT]:
+        masks = MetadataMasks(chunks, metadata, index.live)
+        return View(chunks, index, HashMemo(chunks), masks)
 
     @property
     def chunks(self) -> list[Any]:
@@ -69,7 +88,7 @@ class IndexedRetriever(Generic[IndexT]):
         index stays in place.
         """
         items = tuple(chunks)
-        self._view = View(items, self._build(items), HashMemo(items))
+        self._view = self._new_view(items, self._build(items))
 
     def _build(self, items: Sequence[Any]) -> IndexT:
         """The index over ``items`` (positions ``0 .. len(items) - 1``)."""

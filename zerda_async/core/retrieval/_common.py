@@ -1,4 +1,4 @@
-"""Helpers shared by the retrievers: duck-typed chunk access and top-k selection.
+"""Helpers shared by the retrievers: duck-typed chunk access, top-k selection, filter masks.
 
 Selection reproduces ``sorted(range(n), key=score, reverse=True)[:limit]``
 (a stable sort followed by a Python slice) without sorting every score when
@@ -13,11 +13,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..filter_language import Condition
 from ..index.chunks import chunk_metadata, chunk_text
+from ..index.metadata_index import MetadataIndex
 from ..models import ScoredChunk, content_hash
 
 __all__ = [
     "HashMemo",
+    "MetadataMasks",
     "chunk_metadata",
     "chunk_text",
     "live_items",
@@ -54,6 +57,40 @@ class HashMemo:
         if digest is None:
             digest = self._hashes[position] = content_hash(chunk_text(chunk))
         return ScoredChunk(chunk=chunk, _content_hash=digest, **scores)
+
+
+class MetadataMasks:
+    """Restricting-filter masks over a retriever's positions (``where=`` of ``retrieve``).
+
+    Holds the :class:`MetadataIndex` of the same positions when the caller has
+    one (the async engine's corpus index shares its own); otherwise one is built
+    from the chunks' metadata on the first filtered query and kept, so a
+    retriever that is never filtered pays nothing.  ``live`` marks removed
+    positions of a prebuilt index.  Two threads may both build it; they build
+    the same index.
+    """
+
+    __slots__ = ("_chunks", "_index", "_live")
+
+    def __init__(
+        self,
+        chunks: Sequence[Any],
+        index: MetadataIndex | None = None,
+        live: NDArray[np.bool_] | None = None,
+    ) -> None:
+        self._chunks = chunks
+        self._index = index
+        self._live = live
+
+    def mask(self, conditions: tuple[Condition, ...]) -> NDArray[np.bool_]:
+        """Per position: the chunk is live and its metadata satisfy every condition."""
+        index = self._index
+        if index is None:
+            index = MetadataIndex.build(chunk_metadata(c) for c in self._chunks)
+            if self._live is not None:
+                index = index.with_live(self._live)
+            self._index = index
+        return index.mask(conditions)
 
 
 def live_items(items: Sequence[Any], live: NDArray[np.bool_] | None) -> list[Any]:

@@ -7,6 +7,12 @@ also earns a Reciprocal Rank Fusion bonus and is marked ``HYBRID``.  With
 (:mod:`.fusion`).  The engine later
 recomputes ``composite_score`` in its ranker, so the fused score only decides
 which chunks survive the ``top_k`` cut and their ``retrieval_rank``.
+
+``where=`` restricts instead of boosting: the filter language of
+:mod:`zerda_async.core.filter_language`, pushed into each retriever that
+accepts it (this package's three, marked ``accepts_where``), so a chunk outside
+it is never scored into any list; the lists of other (injected) retrievers are
+filtered on arrival.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any, Protocol, cast
 
 from ...errors import ConfigError
 from ..config import ContextEngineConfig, RetrieverConfig
+from ..filter_language import Condition, Filters, matches, parse_filters
 from ..models import RetrievalMethod, ScoredChunk
 from ..strategy import HybridRetrieverStrategy
 from .fusion import fuse_rrf
@@ -71,6 +78,9 @@ class HybridRetriever(HybridRetrieverStrategy):
     the three weights, ``top_k`` and ``metadata_filters``.
     """
 
+    accepts_where = True
+    """``retrieve`` takes ``where=`` (restricting filters, see the module notes)."""
+
     def __init__(
         self,
         config: ContextEngineConfig,
@@ -91,33 +101,37 @@ class HybridRetriever(HybridRetrieverStrategy):
         filters: Mapping[str, Any] | None = None,
         *,
         query_vector: Any = None,
+        where: Filters | None = None,
     ) -> list[ScoredChunk]:
         """Fused candidates for ``query``: at most ``top_k or config top_k``, best first.
 
         ``filters`` are laid over ``metadata_filters`` of the configuration and
-        only used when metadata retrieval is enabled.  ``retrieval_rank`` and
-        ``composite_score`` of the returned objects are set to their fused
-        position and score.  A precomputed ``query_vector`` is handed to the
-        vector retriever (only when given, so a two-argument retriever works).
+        only used when metadata retrieval is enabled (they boost).  ``where``
+        restricts every list to the chunks whose metadata satisfy it (see the
+        module notes; a malformed one raises ``ConfigError`` naming its key).
+        ``retrieval_rank`` and ``composite_score`` of the returned objects are
+        set to their fused position and score.  A precomputed ``query_vector``
+        is handed to the vector retriever (only when given, so a two-argument
+        retriever works).
         """
         cfg = self.cfg
         k = top_k or cfg.top_k
         eff_filters = {**cfg.metadata_filters, **(filters or {})}
+        conditions = parse_filters(where)
 
         lists: list[tuple[RetrievalMethod, list[ScoredChunk]]] = []
         if cfg.use_vector and self.vector_retriever is not None:
-            if query_vector is None:
-                found = self.vector_retriever.retrieve(query, k)
-            else:
-                searcher = cast(VectorSearcher, self.vector_retriever)
-                found = searcher.retrieve(query, k, query_vector=query_vector)
+            vec_kwargs: dict[str, Any] = {}
+            if query_vector is not None:
+                vec_kwargs["query_vector"] = query_vector
+            found = _search(self.vector_retriever, conditions, query, k, **vec_kwargs)
             lists.append((RetrievalMethod.VECTOR, found))
         if cfg.use_keyword and self.keyword_retriever is not None:
-            lists.append((RetrievalMethod.KEYWORD, self.keyword_retriever.retrieve(query, k)))
+            found = _search(self.keyword_retriever, conditions, query, k)
+            lists.append((RetrievalMethod.KEYWORD, found))
         if cfg.use_metadata and self.metadata_retriever is not None and eff_filters:
-            lists.append(
-                (RetrievalMethod.METADATA, self.metadata_retriever.retrieve(eff_filters, k))
-            )
+            found = _search(self.metadata_retriever, conditions, eff_filters, k)
+            lists.append((RetrievalMethod.METADATA, found))
 
         if cfg.fusion == "rrf":
             return fuse_rrf(lists, k, _weights(cfg), cfg.rrf_k)
@@ -162,6 +176,22 @@ class HybridRetriever(HybridRetrieverStrategy):
             entry.composite_score = composite
             result.append(entry)
         return result
+
+
+def _search(
+    retriever: Any, conditions: tuple[Condition, ...], first: Any, k: int, **kwargs: Any
+) -> list[ScoredChunk]:
+    """``retriever.retrieve(first, k, **kwargs)`` restricted to ``conditions``.
+
+    A retriever marked ``accepts_where`` gets them (and never scores a chunk
+    outside them); any other is called as documented and its list filtered.
+    """
+    if not conditions:
+        return cast(list[ScoredChunk], retriever.retrieve(first, k, **kwargs))
+    if getattr(retriever, "accepts_where", False):
+        return cast(list[ScoredChunk], retriever.retrieve(first, k, where=conditions, **kwargs))
+    found = retriever.retrieve(first, k, **kwargs)
+    return [sc for sc in found if matches(sc.metadata, conditions)]
 
 
 def _weights(cfg: RetrieverConfig) -> dict[RetrievalMethod, float]:

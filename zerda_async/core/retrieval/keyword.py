@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..filter_language import Condition
 from ..index.keyword_index import BM25_B, BM25_K1, KeywordIndex
 from ..models import RetrievalMethod, ScoredChunk
 from ._base import IndexedRetriever
@@ -31,19 +32,30 @@ class KeywordRetriever(IndexedRetriever[KeywordIndex]):
     raises :class:`AttributeError` and leaves the old index in place.
     """
 
+    accepts_where = True
+    """``retrieve`` takes ``where=`` (parsed restricting filters)."""
+
     def _build(self, items: Sequence[Any]) -> KeywordIndex:
         return KeywordIndex.build([chunk_text(c) for c in items], analyzer=self.cfg.text_analyzer)
 
-    def retrieve(self, query: str, top_k: int) -> list[ScoredChunk]:
+    def retrieve(
+        self, query: str, top_k: int, *, where: tuple[Condition, ...] = ()
+    ) -> list[ScoredChunk]:
         """Best BM25 matches for ``query``, at most ``top_k`` (Python slice semantics).
 
         Only chunks sharing at least one token with the query are returned,
         best first (ties keep index order); ``keyword_score`` is the BM25 score
         divided by the best score, so the first result scores ``1.0``.
+        ``where`` (parsed restricting filters) drops the chunks whose metadata
+        do not satisfy it before the top-k cut (BM25 statistics stay those of
+        the whole corpus).
         """
         view = self._view
         terms = list(dict.fromkeys(view.index.analyzer.tokenize(query)))
         hits, hit_scores = view.index.scores(terms)
+        if where:
+            keep = view.masks.mask(where)[hits]
+            hits, hit_scores = hits[keep], hit_scores[keep]
         if hits.shape[0] == 0:
             return []
         order = stable_top(hit_scores, top_k)

@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..filter_language import Condition
 from ..index.metadata_index import MetadataIndex
 from ..models import RetrievalMethod, ScoredChunk
-from ._base import IndexedRetriever
-from ._common import chunk_metadata, stable_top
+from ._base import IndexedRetriever, View
+from ._common import HashMemo, MetadataMasks, chunk_metadata, stable_top
 
 __all__ = ["MetadataRetriever"]
 
@@ -28,19 +29,38 @@ class MetadataRetriever(IndexedRetriever[MetadataIndex]):
     ``chunks`` (if truthy) are indexed immediately; indexing snapshots their metadata.
     """
 
+    accepts_where = True
+    """``retrieve`` takes ``where=`` (parsed restricting filters)."""
+
     def _build(self, items: Sequence[Any]) -> MetadataIndex:
         return MetadataIndex.build(chunk_metadata(c) for c in items)
 
-    def retrieve(self, filters: Mapping[str, Any] | None, top_k: int) -> list[ScoredChunk]:
+    def _new_view(
+        self, chunks: Sequence[Any], index: MetadataIndex, metadata: MetadataIndex | None = None
+    ) -> View[MetadataIndex]:
+        # The index searched is the metadata index: the masks use it too.
+        return View(chunks, index, HashMemo(chunks), MetadataMasks(chunks, index))
+
+    def retrieve(
+        self,
+        filters: Mapping[str, Any] | None,
+        top_k: int,
+        *,
+        where: tuple[Condition, ...] = (),
+    ) -> list[ScoredChunk]:
         """Chunks matching at least one filter pair, best first, at most ``top_k``.
 
         ``metadata_score`` is the fraction of pairs matched; ties keep index
-        order.  Falsy ``filters`` return ``[]``.
+        order.  Falsy ``filters`` return ``[]``.  ``where`` (parsed restricting
+        filters) drops the chunks that do not satisfy it before the cut.
         """
         if not filters:
             return []
         view = self._view
         hits, counts = view.index.matches(filters)
+        if where:
+            keep = view.index.mask(where)[hits]
+            hits, counts = hits[keep], counts[keep]
         scores: NDArray[np.float64] = counts / len(filters)
         order = stable_top(scores, top_k)
         picked = hits[order].tolist()

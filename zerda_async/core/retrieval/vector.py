@@ -17,9 +17,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..config import ContextEngineConfig, RetrieverConfig
+from ..filter_language import Condition, matches
+from ..index.metadata_index import MetadataIndex
 from ..index.vector_index import COSINE_DECIMALS, VectorIndex
 from ..models import RetrievalMethod, ScoredChunk
-from ._common import HashMemo, chunk_text, live_items, stable_top
+from ._common import HashMemo, MetadataMasks, chunk_metadata, chunk_text, live_items, stable_top
 
 __all__ = ["COSINE_DECIMALS", "BatchEmbedFn", "EmbedFn", "QueryCheck", "VectorRetriever"]
 
@@ -45,6 +47,7 @@ class _Index:
     embed_fn: EmbedFn | None
     batch_embed_fn: BatchEmbedFn | None
     hashes: HashMemo
+    masks: MetadataMasks
 
 
 class VectorRetriever:
@@ -59,6 +62,9 @@ class VectorRetriever:
 
     Pairs scoring below ``config.retriever.min_vector_score`` are dropped.
     """
+
+    accepts_where = True
+    """``retrieve`` takes ``where=`` (parsed restricting filters)."""
 
     def __init__(
         self,
@@ -85,15 +91,21 @@ class VectorRetriever:
         batch_embed_fn: BatchEmbedFn | None = None,
         *,
         query_check: QueryCheck | None = None,
+        metadata: MetadataIndex | None = None,
     ) -> VectorRetriever:
         """An in-memory retriever serving prebuilt ``vectors`` whose positions hold ``chunks``.
 
         ``embed_fn`` (or ``batch_embed_fn``) embeds queries for which
         :meth:`retrieve` receives no ``query_vector``.  ``query_check(vector,
         dim)``, when given, validates every query vector before the scan.
+        ``metadata`` (the metadata index of the same positions, optional)
+        serves the restricting filters; without it one is built when first needed.
         """
         retriever = cls(config)
-        retriever._index = _Index(chunks, vectors, embed_fn, batch_embed_fn, HashMemo(chunks))
+        masks = MetadataMasks(chunks, metadata, vectors.live)
+        retriever._index = _Index(
+            chunks, vectors, embed_fn, batch_embed_fn, HashMemo(chunks), masks
+        )
         retriever._query_check = query_check
         return retriever
 
@@ -163,24 +175,38 @@ class VectorRetriever:
             embed_fn=embed_fn,
             batch_embed_fn=batch_embed_fn,
             hashes=HashMemo(chunks),
+            masks=MetadataMasks(chunks),
         )
 
     def retrieve(
-        self, query: str, top_k: int, *, query_vector: ArrayLike | None = None
+        self,
+        query: str,
+        top_k: int,
+        *,
+        query_vector: ArrayLike | None = None,
+        where: tuple[Condition, ...] = (),
     ) -> list[ScoredChunk]:
         """The ``top_k`` most similar chunks with ``vector_score`` set, best first.
 
         ``query_vector`` (in-memory index only) replaces embedding ``query``;
         the database and adapter back-ends always receive the query text.
+        ``where`` (parsed restricting filters) restricts the in-memory scan to
+        the chunks that satisfy it, before the top-k cut; a database or adapter
+        cannot be told, so their pairs are filtered after the search (fewer
+        than ``top_k`` may remain).
         """
         if self._vector_db is not None:
             pairs: Sequence[tuple[Any, Any]] = self._vector_db.search(query, top_k=top_k)
         elif self._adapter is not None:
             pairs = self._adapter.similarity_search_with_score(query, k=top_k)
         else:
-            return self._retrieve_in_memory(query, top_k, query_vector)
+            return self._retrieve_in_memory(query, top_k, query_vector, where)
         min_score = self.cfg.min_vector_score
-        kept = [(chunk, score) for chunk, score in pairs if not score < min_score]
+        kept = [
+            (chunk, score)
+            for chunk, score in pairs
+            if not score < min_score and (not where or matches(chunk_metadata(chunk), where))
+        ]
         return [
             ScoredChunk(
                 chunk=chunk,
@@ -192,7 +218,11 @@ class VectorRetriever:
         ]
 
     def _retrieve_in_memory(
-        self, query: str, top_k: int, query_vector: ArrayLike | None
+        self,
+        query: str,
+        top_k: int,
+        query_vector: ArrayLike | None,
+        where: tuple[Condition, ...] = (),
     ) -> list[ScoredChunk]:
         index = self._index
         if index is None or index.vectors.n_positions == 0:
@@ -205,6 +235,11 @@ class VectorRetriever:
         else:
             query_vec = _embed_query(index, query)
         positions, sims = index.vectors.similarities(query_vec)
+        if where:
+            allowed = index.masks.mask(where)
+            selected = np.flatnonzero(allowed if positions is None else allowed[positions])
+            positions = selected if positions is None else positions[selected]
+            sims = sims[selected]
         order = stable_top(sims, top_k)
         scores = sims[order]
         keep = ~(scores < self.cfg.min_vector_score)
