@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy  # noqa: F401  (its BLAS must be loaded before threadpoolctl looks)
+
 __all__ = ["free_cores", "scan_blas_threads", "scan_threads", "set_scan_blas_threads"]
 
 _ENV = "ZERDA_SCAN_BLAS_THREADS"
@@ -66,10 +68,19 @@ def scan_blas_threads() -> int | str:
 
 def _busy_jiffies() -> tuple[float, float] | None:
     """(busy, total) jiffies of all cores since boot, or None off Linux."""
+    # Often called on the event-loop thread: procfs files are generated in
+    # memory and never wait for a disk, which O_NONBLOCK states (so loop
+    # guards such as blockbuster accept the read).
     try:
-        with open("/proc/stat", encoding="ascii") as fh:
-            fields = [float(x) for x in fh.readline().split()[1:]]
+        fd = os.open("/proc/stat", os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            first = os.read(fd, 512).split(b"\n", 1)[0]
+        finally:
+            os.close(fd)
+        fields = [float(x) for x in first.split()[1:]]
     except (OSError, ValueError):
+        return None
+    if len(fields) < 8:
         return None
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
     return sum(fields[:8]) - idle, sum(fields[:8])
@@ -106,7 +117,9 @@ def _controllers() -> Any:
         except ImportError:
             _libs = []
         else:
-            # Scanning the loaded libraries costs milliseconds: once per process.
+            # Scanning the loaded libraries reads /proc/self/maps and costs a few
+            # ms: once per process, at import (numpy is loaded by then), not on
+            # the event loop at the first scan.
             _libs = ThreadpoolController().select(user_api="blas").lib_controllers
     return _libs
 
@@ -128,7 +141,7 @@ def scan_threads() -> Iterator[None]:
     global _active
     limit = _wanted()
     libs = _controllers() if limit is not None else []
-    if not libs:
+    if limit is None or not libs:
         yield
         return
     with _lock:
@@ -150,3 +163,5 @@ def scan_threads() -> Iterator[None]:
 
 
 _setting = _parse(os.environ.get(_ENV, "auto"), _ENV)
+if _setting != "off":
+    _controllers()
