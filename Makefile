@@ -35,6 +35,7 @@ demo: setup
 bench: setup
 	$(BIN)/python bench/bench_sync_latency.py
 	$(BIN)/python bench/bench_async.py
+	$(BIN)/python bench/bench_overhead.py
 	$(BIN)/python bench/bench_scale.py
 	$(BIN)/python bench/bench_quality.py --latency
 	$(BIN)/python bench/bench_embedders.py

@@ -102,7 +102,10 @@ class AsyncContextEngine:
     ``offload`` places the speculative stages: ``"auto"`` (default) in worker
     threads when their measured CPU cost outweighs the thread hop, or
     whenever they call caller code that may block; ``"threads"`` always;
-    ``"inline"`` never (on the event loop).
+    ``"inline"`` never (on the event loop).  In ``"auto"``, groups whose
+    measured CPU cost is at most ``offload_threshold_ms`` run inline
+    (``None``: two GIL switch intervals, 10 ms by default; see
+    :func:`zerda_async.pipeline.default_threshold_ms` for why).
 
     ``stores`` (a :class:`~zerda_async.stores.Stores` record) moves the index,
     the sessions, the context cache and the adaptive statistics into shared
@@ -126,6 +129,7 @@ class AsyncContextEngine:
         offload: Offload = "auto",
         stores: Stores | None = None,
         validate: bool = True,
+        offload_threshold_ms: float | None = None,
         **components: Unpack[Components],
     ) -> None:
         if offload not in _OFFLOAD:
@@ -161,6 +165,7 @@ class AsyncContextEngine:
                 thread_limit=thread_limit,
                 embed_batch_window=embed_batch_window,
                 embed_batch_size=embed_batch_size,
+                offload_threshold_ms=offload_threshold_ms,
             ),
         )
         self._runner.policy.forced = _OFFLOAD[offload]

@@ -8,7 +8,7 @@ for one job; :func:`run_job` drives it synchronously (the sync facade) and
 
 from zerda_async.pipeline._async_runner import AsyncRunner
 from zerda_async.pipeline._job import RUN_KEYWORDS, Ahead, Job, RunOptions, make_job
-from zerda_async.pipeline._offload import OffloadPolicy, apply_group
+from zerda_async.pipeline._offload import OffloadPolicy, apply_group, default_threshold_ms
 from zerda_async.pipeline._operations import (
     MultiQueryPlan,
     build_context,
@@ -47,6 +47,7 @@ __all__ = [
     "build_result",
     "compress_context",
     "context_stats",
+    "default_threshold_ms",
     "join_multi_query",
     "make_job",
     "plan_multi_query",

@@ -31,7 +31,7 @@ class RunnerSettings:
         thread_limit: int = 2,
         embed_batch_window: float = 0.002,
         embed_batch_size: int = 64,
-        offload_threshold_ms: float = 2.0,
+        offload_threshold_ms: float | None = None,
         offload_min_corpus: int = 20_000,
     ) -> None:
         if max_in_flight < 1:
@@ -40,6 +40,8 @@ class RunnerSettings:
             raise ValueError("workers and thread_limit must be at least 1")
         if embed_batch_window < 0 or embed_batch_size < 1:
             raise ValueError("embed_batch_window must be >= 0 and embed_batch_size >= 1")
+        if offload_threshold_ms is not None and not offload_threshold_ms >= 0:
+            raise ValueError(f"offload_threshold_ms must be >= 0, got {offload_threshold_ms!r}")
         self.max_in_flight = max_in_flight
         self.workers = workers
         self.thread_limit = thread_limit

@@ -3,6 +3,18 @@
 Internal: no stability promise outside zerda-async.
 """
 
+from zerda_async.runtime._scan_threads import (
+    free_cores,
+    scan_blas_threads,
+    scan_threads,
+    set_scan_blas_threads,
+)
 from zerda_async.runtime._threads import run_in_thread
 
-__all__ = ["run_in_thread"]
+__all__ = [
+    "free_cores",
+    "run_in_thread",
+    "scan_blas_threads",
+    "scan_threads",
+    "set_scan_blas_threads",
+]

@@ -18,6 +18,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from zerda_async.runtime import scan_threads
+
 from .segments import trailing_merge_count
 
 __all__ = ["COSINE_DECIMALS", "VECTOR_DTYPES", "VectorDType", "VectorIndex", "unit_rows"]
@@ -116,7 +118,10 @@ class VectorIndex:
             sims = np.zeros(self.n_positions, dtype=np.float64)
         else:
             unit_query = (query / q_norm).astype(self.dtype, copy=False)
-            parts = [segment @ unit_query for segment in self.segments]
+            # As many BLAS threads as there are idle cores: a helper thread
+            # without a core of its own makes the product wait (runtime docs).
+            with scan_threads():
+                parts = [segment @ unit_query for segment in self.segments]
             raw = parts[0] if len(parts) == 1 else np.concatenate(parts)
             sims = np.round(raw.astype(np.float64, copy=False), COSINE_DECIMALS)
         if self.live is None:
