@@ -110,15 +110,14 @@ class IndexLifecycle:
         state.retriever = retriever
         state.cache_corpus_version = live.corpus.version
         self._runner.speculation.corpus_size = live.corpus.n_live
-        embedder = live.embedder
-        ahead = embedder is not None and (embedder.is_async or embedder.batches)
-        self._state.query_embedder = embedder if ahead else None
-        # Reliability: the retriever then calls caller code that may block (a
-        # plain query embedder, a vector-store adapter), so the speculative
-        # stages always run in a worker thread, never on the event loop.
-        self._runner.policy.external_calls = (
-            embedder is not None and not ahead
-        ) or live.adapter is not None
+        # Every query is embedded ahead, by the embedding phase: a plain
+        # embedder in a thread hop of its own, so the other speculative stages
+        # need no thread when they are cheap (the retriever then never calls
+        # caller code itself).
+        self._state.query_embedder = live.embedder
+        # Reliability: a vector-store adapter is caller code that may block,
+        # so the speculative stages then always run in a worker thread.
+        self._runner.policy.external_calls = live.adapter is not None
 
     # -- updates ------------------------------------------------------------------------------
 

@@ -181,9 +181,11 @@ class Budget(Stage):
 class QueryEmbedding(Stage):
     """Step 4a: embed the effective query ahead of retrieval, when the engine can await it.
 
-    Only an engine with a coroutine or batch embedder (``state.query_embedder``)
-    embeds here; otherwise the retriever embeds the query itself, as the
-    documented engine does, and this stage does nothing.  The embedding is
+    The async engine embeds every query here (``state.query_embedder``: a
+    coroutine embedder awaited, a plain one in a thread hop, batched across
+    requests when it has a batch form); the sync facade's retriever embeds
+    the query itself, as the documented engine does, and this stage does
+    nothing there.  The embedding is
     part of the documented retrieval step, so its errors name ``retrieval``.
     """
 

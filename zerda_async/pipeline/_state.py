@@ -85,9 +85,9 @@ class EngineState:
         self.budget_allocator: Any = given.get("budget_allocator") or EqualBudgetAllocation()
         self.adaptive = AdaptiveLearningSystem(self.config)
         self.retriever = given.get("retriever")
-        # Set by the async engine when queries are embedded ahead of retrieval
-        # (a coroutine or batch embedder, see the query_embedding stage); the
-        # sync facade's retriever embeds queries itself.
+        # Set by the async engine, which embeds every query ahead of retrieval
+        # (see the query_embedding stage); the sync facade's retriever embeds
+        # queries itself.
         self.query_embedder: Embedder | None = None
         cache_cfg = self.config.cache
         # The async engine asks for a cache that never exceeds max_size (see
