@@ -1,0 +1,128 @@
+"""Submitting jobs to the async runner and waiting for them: one, many, or a set.
+
+The engine's ``run``, ``run_many`` and ``run_multi`` are thin wrappers over
+these, so the cancellation and timeout rules live in one place:
+
+* a caller that gives up (cancelled, timed out) before its request's commit
+  started abandons it, and the request changes no shared state;
+* once the commit started, the request will take effect: the caller waits
+  for it (shielded) instead of reporting a cancellation that did not happen;
+* a ``TimeoutError`` carries a note saying where the request was waiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import anyio
+
+from zerda_async.core.models import ContextResult
+from zerda_async.engine._event_stream import add_timeout_note
+from zerda_async.pipeline._async_runner import AsyncRunner
+from zerda_async.pipeline._job import Job
+from zerda_async.pipeline._requests import Request
+
+__all__ = ["run_jobs", "run_one", "submit_all"]
+
+
+async def run_one(runner: AsyncRunner, job: Job, timeout: float | None) -> ContextResult:
+    """Submit ``job``, wait for its outcome and return it (or raise its error)."""
+    request: Request | None = None
+    try:
+        with anyio.fail_after(timeout):
+            request = await runner.submit(job)
+            await _wait(runner, request)
+    except TimeoutError as exc:
+        # Reliability: say where the request was waiting (RELIABILITY.md).
+        add_timeout_note(exc, runner, request)
+        raise
+    return request.result()
+
+
+async def _wait(runner: AsyncRunner, request: Request) -> None:
+    try:
+        await request.done.wait()
+    except anyio.get_cancelled_exc_class():
+        if not request.committing:
+            runner.abandon(request)
+            raise
+        # Too late to give up: the commit has started and will complete,
+        # changing shared state.  Reporting a cancellation would hide a request
+        # that took effect, so wait for it (shielded) and return its outcome;
+        # an enclosing cancelled scope still cancels the caller at its next
+        # checkpoint.
+        with anyio.CancelScope(shield=True):
+            await request.done.wait()
+    except BaseException:
+        runner.abandon(request)
+        raise
+
+
+async def run_jobs(
+    runner: AsyncRunner,
+    jobs: Iterable[Job],
+    concurrency: int,
+    timeout: float | None,
+    return_exceptions: bool,
+) -> list[Any]:
+    """Submit ``jobs`` with at most ``concurrency`` in flight; outcomes in order.
+
+    The first failure (in order) is raised after all have finished, unless
+    ``return_exceptions`` puts the exceptions in the list.
+    """
+    limit = anyio.Semaphore(concurrency)
+    requests: list[Request] = []
+    with anyio.fail_after(timeout):
+        try:
+            async with anyio.create_task_group() as tg:
+                for job in jobs:
+                    await limit.acquire()
+                    request = await runner.submit(job)
+                    requests.append(request)
+                    tg.start_soon(_await_and_release, request, limit)
+        except BaseException as exc:
+            for request in requests:
+                if not request.done.is_set():
+                    runner.abandon(request)
+            # Only the submission loop can fail inside the group (the tasks
+            # just wait): raise its error itself, as run() would (e.g.
+            # EngineClosedError), not wrapped in an exception group.
+            if (
+                isinstance(exc, BaseExceptionGroup)
+                and len(exc.exceptions) == 1
+                and isinstance(exc.exceptions[0], Exception)
+            ):
+                raise exc.exceptions[0] from None
+            raise
+    if return_exceptions:
+        return [
+            request.outcome if isinstance(request.outcome, BaseException) else request.result()
+            for request in requests
+        ]
+    return [request.result() for request in requests]
+
+
+async def submit_all(
+    runner: AsyncRunner, jobs: Sequence[Job], timeout: float | None
+) -> list[Request]:
+    """Submit every job, then wait for all; any failure to wait abandons them all."""
+    requests: list[Request] = []
+    with anyio.fail_after(timeout):
+        try:
+            for job in jobs:
+                requests.append(await runner.submit(job))
+            for request in requests:
+                await request.done.wait()
+        except BaseException:
+            for request in requests:
+                runner.abandon(request)
+            raise
+    return requests
+
+
+async def _await_and_release(request: Request, limit: anyio.Semaphore) -> None:
+    try:
+        await request.done.wait()
+    finally:
+        limit.release()
