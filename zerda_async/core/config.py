@@ -156,6 +156,10 @@ class ComposerConfig(msgspec.Struct):
     min_compression_chars: int = 50
     packing: str = "documented"
     relevance_floor: float = 0.0
+    min_query_coverage: float = 0.0
+    """When positive: if no chunk holds at least this idf-weighted share of the query's
+    analysed terms (``ScoredChunk.query_coverage``, measured by the keyword index), the
+    context says nothing relevant was found.  0 turns the check off."""
 
 
 class GuardConfig(msgspec.Struct):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ..errors import ConfigError
 from .config import ContextEngineConfig
-from .index.analysis import Analyzer, analyzer_for
+from .index.analysis import TermMemo, analyzer_for
 from .models import QueryAnalysis, ScoredChunk
 from .strategy import ChunkRankingStrategy
 
@@ -33,7 +33,7 @@ class CompositeRanker(ChunkRankingStrategy):
     def __init__(self, config: ContextEngineConfig) -> None:
         self.cfg = config.ranking
         self._retriever_cfg = config.retriever
-        self._terms = _TermMemo()
+        self._terms = TermMemo()
 
     def rank(
         self,
@@ -92,7 +92,9 @@ class CompositeRanker(ChunkRankingStrategy):
         The evidence is each chunk's ``fused_score`` (RRF) divided by the best
         one, or, when no chunk carries a fused score (documented fusion, an
         injected retriever), its ``composite_score`` from retrieval likewise.
-        Keyword overlap is the share of the query's analysed terms (by the
+        Keyword overlap is the chunk's ``query_coverage`` (the idf-weighted share
+        of the query's analysed terms it holds) when retrieval measured it, else
+        the plain share of the query's analysed terms (by the
         ``retriever.text_analyzer``) that the chunk's analysed terms contain.
         """
         w = self.cfg
@@ -100,13 +102,15 @@ class CompositeRanker(ChunkRankingStrategy):
         evidence = [sc.fused_score if fused else sc.composite_score for sc in chunks]
         best = max(evidence)
         analyzer = analyzer_for(self._retriever_cfg.text_analyzer)
-        query_terms = set(analyzer.tokenize(analysis.original_query))
+        query_terms: set[str] | None = None
         for sc, raw in zip(chunks, evidence, strict=True):
             share = raw / best if best > 0 else 0.0
-            overlap = 0.0
-            if query_terms:
+            overlap = sc.query_coverage
+            if overlap < 0:
+                if query_terms is None:
+                    query_terms = set(analyzer.tokenize(analysis.original_query))
                 found = self._terms.terms(sc, analyzer)
-                overlap = len(query_terms & found) / len(query_terms)
+                overlap = len(query_terms & found) / len(query_terms) if query_terms else 0.0
             position = max(0.0, 1.0 - sc.retrieval_rank * 0.01)
             score = (
                 share * w.weight_evidence
@@ -129,29 +133,3 @@ class CompositeRanker(ChunkRankingStrategy):
         text_l = text.lower()
         matches = sum(1 for kw in keywords if kw in text_l)
         return min(matches / len(keywords), 1.0)
-
-
-_TERM_MEMO_MAX = 1 << 16
-"""Chunks whose analysed terms the evidence ranker remembers before it starts over."""
-
-
-class _TermMemo:
-    """The analysed term set of each chunk text, by content hash and analyser.
-
-    Indexed chunks are immutable (as for the retrievers' hash memo), and the
-    same chunks come back for many queries, so each is analysed once.
-    """
-
-    __slots__ = ("_sets",)
-
-    def __init__(self) -> None:
-        self._sets: dict[tuple[str, str], frozenset[str]] = {}
-
-    def terms(self, sc: ScoredChunk, analyzer: Analyzer) -> frozenset[str]:
-        key = (analyzer.name, sc.content_hash)
-        found = self._sets.get(key)
-        if found is None:
-            if len(self._sets) >= _TERM_MEMO_MAX:
-                self._sets = {}
-            found = self._sets[key] = frozenset(analyzer.tokenize(sc.text))
-        return found
