@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 
 from sync_api import ContextEngine
@@ -49,8 +50,6 @@ def test_idf_of_known_and_unknown_terms() -> None:
 
 def test_coverage_is_the_idf_weighted_share_of_query_terms() -> None:
     index = KeywordIndex.build(TEXTS)
-    import numpy as np
-
     got = index.coverage(["apple", "cherry", "zzz", "apple"], np.arange(4))
     expected = [IDF_APPLE / TOTAL, (IDF_APPLE + IDF_CHERRY) / TOTAL, 0.0, IDF_APPLE / TOTAL]
     assert got.tolist() == pytest.approx(expected)
@@ -58,7 +57,9 @@ def test_coverage_is_the_idf_weighted_share_of_query_terms() -> None:
 
 
 def test_keyword_hits_carry_coverage_and_annotation_matches_it() -> None:
-    retriever = KeywordRetriever(ContextEngineConfig(), [Doc(str(i), t) for i, t in enumerate(TEXTS)])
+    retriever = KeywordRetriever(
+        ContextEngineConfig(), [Doc(str(i), t) for i, t in enumerate(TEXTS)]
+    )
     found = {sc.doc_id: sc.query_coverage for sc in retriever.retrieve("apple cherry zzz", 10)}
     assert found["1"] == pytest.approx((IDF_APPLE + IDF_CHERRY) / TOTAL)
     assert found["0"] == pytest.approx(IDF_APPLE / TOTAL)
@@ -75,7 +76,9 @@ def test_fusion_keeps_the_keyword_coverage() -> None:
     kw = [ScoredChunk(chunk=Doc("a", "a text"), query_coverage=0.4)]
     only_vec = [ScoredChunk(chunk=Doc("b", "b text"), query_coverage=0.7)]
     weights = {RetrievalMethod.VECTOR: 1.0, RetrievalMethod.KEYWORD: 1.0}
-    fused = fuse_rrf([(RetrievalMethod.VECTOR, vec + only_vec), (RetrievalMethod.KEYWORD, kw)], 5, weights)
+    fused = fuse_rrf(
+        [(RetrievalMethod.VECTOR, vec + only_vec), (RetrievalMethod.KEYWORD, kw)], 5, weights
+    )
     by_id = {sc.doc_id: sc.query_coverage for sc in fused}
     # The vector list never measures coverage: a stale value is cleared, the keyword one kept.
     assert by_id == {"a": 0.4, "b": -1.0}
@@ -145,11 +148,11 @@ def test_composer_says_nothing_relevant_below_the_coverage_floor() -> None:
 
 @pytest.mark.parametrize("value", [-0.1, 1.5, True, "0.2"])
 def test_coverage_floor_is_validated(value: Any) -> None:
-    with pytest.raises(ConfigError, match="composer.min_query_coverage"):
+    with pytest.raises(ConfigError, match=r"composer\.min_query_coverage"):
         composer(value)
     config = ContextEngineConfig()
     config.composer.min_query_coverage = value
-    with pytest.raises(ConfigError, match="composer.min_query_coverage"):
+    with pytest.raises(ConfigError, match=r"composer\.min_query_coverage"):
         config.validate()
 
 
