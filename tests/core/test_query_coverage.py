@@ -102,7 +102,7 @@ def test_rrf_hybrid_measures_vector_only_chunks() -> None:
     assert {sc.doc_id: sc.query_coverage for sc in documented.retrieve("apple", 5)}["v"] == -1.0
 
 
-def test_evidence_ranker_uses_measured_coverage() -> None:
+def test_evidence_ranker_ignores_coverage() -> None:
     config = ContextEngineConfig.recommended()
     w = config.ranking
     chunks = [
@@ -112,8 +112,9 @@ def test_evidence_ranker_uses_measured_coverage() -> None:
     ranked = {sc.doc_id: sc.composite_score for sc in CompositeRanker(config).rank(chunks, EN)}
     quality = chunks[0].source_quality.value / 3.0 * w.weight_source_quality
     rest = quality + w.weight_position  # recency 0, retrieval rank 0
-    assert ranked["m"] == pytest.approx(w.weight_evidence + 0.5 * w.weight_keyword_score + rest)
-    # Unmeasured: the plain share of analysed query terms (2 of "apple cherry zzz").
+    # The keyword factor is the plain share of analysed query terms (a store-backed
+    # index measures no coverage, and must rank alike): 0 of 3, and 2 of 3.
+    assert ranked["m"] == pytest.approx(w.weight_evidence + rest)
     assert ranked["u"] == pytest.approx(
         0.5 * w.weight_evidence + 2 / 3 * w.weight_keyword_score + rest
     )

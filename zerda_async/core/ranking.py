@@ -92,25 +92,24 @@ class CompositeRanker(ChunkRankingStrategy):
         The evidence is each chunk's ``fused_score`` (RRF) divided by the best
         one, or, when no chunk carries a fused score (documented fusion, an
         injected retriever), its ``composite_score`` from retrieval likewise.
-        Keyword overlap is the chunk's ``query_coverage`` (the idf-weighted share
-        of the query's analysed terms it holds) when retrieval measured it, else
-        the plain share of the query's analysed terms (by the
-        ``retriever.text_analyzer``) that the chunk's analysed terms contain.
+        Keyword overlap is the share of the query's analysed terms (by the
+        ``retriever.text_analyzer``) that the chunk's analysed terms contain.  (The
+        idf-weighted ``query_coverage`` measured as well as this, and only this
+        package's keyword index sets it, so a store-backed index would rank
+        differently: it serves the composer's ``min_query_coverage`` only.)
         """
         w = self.cfg
         fused = any(sc.fused_score > 0 for sc in chunks)
         evidence = [sc.fused_score if fused else sc.composite_score for sc in chunks]
         best = max(evidence)
         analyzer = analyzer_for(self._retriever_cfg.text_analyzer)
-        query_terms: set[str] | None = None
+        query_terms = set(analyzer.tokenize(analysis.original_query))
         for sc, raw in zip(chunks, evidence, strict=True):
             share = raw / best if best > 0 else 0.0
-            overlap = sc.query_coverage
-            if overlap < 0:
-                if query_terms is None:
-                    query_terms = set(analyzer.tokenize(analysis.original_query))
+            overlap = 0.0
+            if query_terms:
                 found = self._terms.terms(sc, analyzer)
-                overlap = len(query_terms & found) / len(query_terms) if query_terms else 0.0
+                overlap = len(query_terms & found) / len(query_terms)
             position = max(0.0, 1.0 - sc.retrieval_rank * 0.01)
             score = (
                 share * w.weight_evidence
