@@ -76,6 +76,7 @@ def test_recommended_differs_only_where_intended() -> None:
         "composer.template",
         "composer.packing",
         "composer.relevance_floor",
+        "composer.min_query_coverage",
     }
     assert rec["retriever.text_analyzer"] == best_multilingual()
     assert rec["retriever.fusion"] == "rrf" and rec["ranking.mode"] == "evidence"

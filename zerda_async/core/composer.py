@@ -57,7 +57,9 @@ class SmartContextComposer(ContextComposerStrategy):
         self.cfg = config.composer
         self._counter: LengthCounter = counter or char_counter
         self._tmpl = TEMPLATES.get(self.cfg.template, TEMPLATES[DEFAULT_TEMPLATE])
-        check_packing_fields(self.cfg.packing, self.cfg.relevance_floor)
+        check_packing_fields(
+            self.cfg.packing, self.cfg.relevance_floor, self.cfg.min_query_coverage
+        )
 
     def compose(self, chunks: list[ScoredChunk], analysis: QueryAnalysis, budget: int) -> str:
         """Build the context for ``chunks`` (already in the desired order).
@@ -85,6 +87,8 @@ class SmartContextComposer(ContextComposerStrategy):
         floor = self.cfg.relevance_floor
         if floor > 0:
             chunks = [sc for sc in chunks if sc.composite_score >= floor]
+        if not _covers_query(chunks, self.cfg.min_query_coverage):
+            chunks = []
         if not chunks:
             opted_in = floor > 0 or self.cfg.packing != "documented"
             return Composition(self._empty_context(name, tmpl), (), nothing_relevant=opted_in)
@@ -198,6 +202,18 @@ class SmartContextComposer(ContextComposerStrategy):
     def _word_truncate(self, text: str, max_len: int) -> str:
         """Cut ``text`` at a word boundary with ``"..."`` (the fit packer's last resort)."""
         return truncate(text, max_len, self._counter, _TRUNCATE_BACKOFF)
+
+
+def _covers_query(chunks: Sequence[ScoredChunk], minimum: float) -> bool:
+    """False when ``minimum`` is set and no chunk with a measured coverage reaches it.
+
+    Chunks whose ``query_coverage`` was not measured (``-1``: no keyword index saw
+    them) cannot show that nothing is relevant, so they never trigger it.
+    """
+    if minimum <= 0:
+        return True
+    measured = [sc.query_coverage for sc in chunks if sc.query_coverage >= 0]
+    return not measured or max(measured) >= minimum
 
 
 def compose_with_citations(

@@ -27,6 +27,7 @@ from ..errors import ConfigError
 
 __all__ = [
     "RECOMMENDED_BUDGETS",
+    "RECOMMENDED_MIN_QUERY_COVERAGE",
     "RECOMMENDED_RELEVANCE_FLOOR",
     "CacheConfig",
     "ComposerConfig",
@@ -53,6 +54,16 @@ RECOMMENDED_RELEVANCE_FLOOR: float = 0.06
 Just above the 0.05 that the documented ranker's position factor alone gives a
 chunk, so a chunk needs some keyword or vector evidence to be packed.  It is on
 the ranker's ``composite_score`` scale: a different ranker needs its own value.
+"""
+
+RECOMMENDED_MIN_QUERY_COVERAGE: float = 0.15
+"""The recommended profile's ``composer.min_query_coverage`` (``bench/bench_quality.py``).
+
+An absolute relevance floor: below it the best chunk holds under 15% of the
+query's idf-weighted terms.  On ARCD and COVID-QA it flagged 0.5% / 0% of the
+answerable questions and 97.5% / 100% of the other language's questions; the
+best chunk of a same-language question on another topic often shares one common
+word, so only some of those are flagged (see the README's Quality profile).
 """
 
 LengthCounter = Callable[[str], int]
@@ -156,6 +167,10 @@ class ComposerConfig(msgspec.Struct):
     min_compression_chars: int = 50
     packing: str = "documented"
     relevance_floor: float = 0.0
+    min_query_coverage: float = 0.0
+    """When positive: if no chunk holds at least this idf-weighted share of the query's
+    analysed terms (``ScoredChunk.query_coverage``, measured by the keyword index), the
+    context says nothing relevant was found.  0 turns the check off."""
 
 
 class GuardConfig(msgspec.Struct):
@@ -218,7 +233,9 @@ class ContextEngineConfig(msgspec.Struct):
         * packing (``bench/bench_packing.py``): budgets of 2,000 / 4,000 / 6,000
           characters by query complexity, ``composer.packing = "fit"`` (skip what
           does not fit, cut at sentence ends, never cut the frame), a relevance
-          floor, and the ``"auto"`` template (Arabic or English by the query).
+          floor, ``composer.min_query_coverage = 0.15`` (say "nothing relevant" when
+          no chunk holds 15% of the query's idf-weighted terms), and the ``"auto"``
+          template (Arabic or English by the query).
 
         Each call returns a new, independent configuration, validated.
         """
@@ -247,6 +264,7 @@ class ContextEngineConfig(msgspec.Struct):
         config.composer.template = "auto"
         config.composer.packing = "fit"
         config.composer.relevance_floor = RECOMMENDED_RELEVANCE_FLOOR
+        config.composer.min_query_coverage = RECOMMENDED_MIN_QUERY_COVERAGE
         return config.validate()
 
     def validate(self) -> ContextEngineConfig:

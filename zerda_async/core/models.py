@@ -134,6 +134,10 @@ class ScoredChunk(msgspec.Struct):
     vector_rank: int = 0
     keyword_rank: int = 0
     metadata_rank: int = 0
+    # Opt-in too: the idf-weighted share of the query's analysed terms this chunk
+    # holds (an absolute relevance signal in [0, 1]), set by this package's keyword
+    # retriever and by rank fusion; -1.0 = not measured.
+    query_coverage: float = -1.0
 
     def __post_init__(self) -> None:
         # A falsy text whose page_content is None raises AttributeError here,

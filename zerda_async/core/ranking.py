@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ..errors import ConfigError
 from .config import ContextEngineConfig
-from .index.analysis import Analyzer, analyzer_for
+from .index.analysis import TermMemo, analyzer_for
 from .models import QueryAnalysis, ScoredChunk
 from .strategy import ChunkRankingStrategy
 
@@ -33,7 +33,7 @@ class CompositeRanker(ChunkRankingStrategy):
     def __init__(self, config: ContextEngineConfig) -> None:
         self.cfg = config.ranking
         self._retriever_cfg = config.retriever
-        self._terms = _TermMemo()
+        self._terms = TermMemo()
 
     def rank(
         self,
@@ -93,7 +93,10 @@ class CompositeRanker(ChunkRankingStrategy):
         one, or, when no chunk carries a fused score (documented fusion, an
         injected retriever), its ``composite_score`` from retrieval likewise.
         Keyword overlap is the share of the query's analysed terms (by the
-        ``retriever.text_analyzer``) that the chunk's analysed terms contain.
+        ``retriever.text_analyzer``) that the chunk's analysed terms contain.  (The
+        idf-weighted ``query_coverage`` measured as well as this, and only this
+        package's keyword index sets it, so a store-backed index would rank
+        differently: it serves the composer's ``min_query_coverage`` only.)
         """
         w = self.cfg
         fused = any(sc.fused_score > 0 for sc in chunks)
@@ -129,29 +132,3 @@ class CompositeRanker(ChunkRankingStrategy):
         text_l = text.lower()
         matches = sum(1 for kw in keywords if kw in text_l)
         return min(matches / len(keywords), 1.0)
-
-
-_TERM_MEMO_MAX = 1 << 16
-"""Chunks whose analysed terms the evidence ranker remembers before it starts over."""
-
-
-class _TermMemo:
-    """The analysed term set of each chunk text, by content hash and analyser.
-
-    Indexed chunks are immutable (as for the retrievers' hash memo), and the
-    same chunks come back for many queries, so each is analysed once.
-    """
-
-    __slots__ = ("_sets",)
-
-    def __init__(self) -> None:
-        self._sets: dict[tuple[str, str], frozenset[str]] = {}
-
-    def terms(self, sc: ScoredChunk, analyzer: Analyzer) -> frozenset[str]:
-        key = (analyzer.name, sc.content_hash)
-        found = self._sets.get(key)
-        if found is None:
-            if len(self._sets) >= _TERM_MEMO_MAX:
-                self._sets = {}
-            found = self._sets[key] = frozenset(analyzer.tokenize(sc.text))
-        return found

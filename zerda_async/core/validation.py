@@ -34,6 +34,7 @@ _UNIT_FIELDS: tuple[tuple[str, str], ...] = (
     ("ranking", "weight_position"),
     ("guard", "relevance_threshold"),
     ("composer", "relevance_floor"),
+    ("composer", "min_query_coverage"),
 )
 
 # Budgets and sizes that must be positive integers.
@@ -61,8 +62,9 @@ PACKING_MODES: frozenset[str] = frozenset({"documented", "fit"})
 """The values of ``composer.packing`` (``documented`` is the documented packer)."""
 
 
-def check_packing_fields(packing: Any, relevance_floor: Any) -> None:
-    """Raise :class:`ConfigError` naming ``composer.packing`` or ``composer.relevance_floor``.
+def check_packing_fields(packing: Any, relevance_floor: Any, min_query_coverage: Any = 0.0) -> None:
+    """Raise :class:`ConfigError` naming ``composer.packing``, ``composer.relevance_floor``
+    or ``composer.min_query_coverage``.
 
     These fields are additions, with no documented behaviour to keep, so they are
     checked whenever a composer is built.
@@ -71,14 +73,12 @@ def check_packing_fields(packing: Any, relevance_floor: Any) -> None:
         raise ConfigError(
             f"composer.packing must be one of {sorted(PACKING_MODES)}, got {packing!r}"
         )
-    if (
-        isinstance(relevance_floor, bool)
-        or not isinstance(relevance_floor, int | float)
-        or not 0.0 <= relevance_floor <= 1.0
+    for name, value in (
+        ("relevance_floor", relevance_floor),
+        ("min_query_coverage", min_query_coverage),
     ):
-        raise ConfigError(
-            f"composer.relevance_floor must be a number in [0, 1], got {relevance_floor!r}"
-        )
+        if not _is_number(value) or not 0.0 <= value <= 1.0:
+            raise ConfigError(f"composer.{name} must be a number in [0, 1], got {value!r}")
 
 
 def _is_number(value: Any) -> bool:
@@ -119,7 +119,8 @@ def validate_config(config: ContextEngineConfig) -> None:
         raise ConfigError(
             f"composer.template must be one of {sorted(TEMPLATE_NAMES)}, got {template!r}"
         )
-    check_packing_fields(config.composer.packing, config.composer.relevance_floor)
+    composer = config.composer
+    check_packing_fields(composer.packing, composer.relevance_floor, composer.min_query_coverage)
     _check_ranges(config)
     if config.filter_cfg.min_chunk_length > config.filter_cfg.max_chunk_length:
         raise ConfigError(

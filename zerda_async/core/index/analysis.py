@@ -11,7 +11,7 @@ always tokenised by the index's own analyser, so the two can never disagree.
 * ``"multilingual"`` — Unicode-aware words (letters and digits; every
   punctuation mark, Arabic ``؟ ، ؛ « »`` included, splits), NFKC and
   lower-casing, Arabic normalisation (tashkeel, tatweel and superscript alef
-  removed; ``أ إ آ ٱ`` become ``ا``), a light Arabic stemmer (the article
+  removed; ``أ إ آ ٱ`` become ``ا`` and ``ى`` becomes ``ي``), a light Arabic stemmer (the article
   ``ال وال بال كال فال لل`` or one proclitic ``و ب ل ف ك``, then one common
   suffix, are stripped when enough of the word remains), English and Arabic
   function words dropped and English words reduced by the Snowball stemmer
@@ -42,8 +42,10 @@ __all__ = [
     "ANALYZER_NAMES",
     "DOCUMENTED",
     "Analyzer",
+    "TermMemo",
     "analyzer_for",
     "best_multilingual",
+    "fold_arabic",
     "light_stem_arabic",
     "normalize_arabic",
     "stemmer_available",
@@ -59,6 +61,10 @@ _MEMO_MAX = 1 << 20
 # Tashkeel (U+064B–U+065F), superscript alef (U+0670) and tatweel (U+0640).
 _ARABIC_MARKS = re.compile("[\u064b-\u065f\u0670\u0640]")
 _ALEF_FORMS = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا"})
+# Retrieval folds further than normalize_arabic: alef maqsura is written for a final
+# ya and the reverse ("في" / "فى", "توفي" / "توفى"), so both become ya.  (Dropping
+# the alef of the accusative tanween, "جنوبًا" -> "جنوب", measured worse on ARCD.)
+_RETRIEVAL_FORMS = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ى": "ي"})
 # Letters and digits only: ``[^\W_]`` is ``\w`` without the underscore, and
 # Arabic punctuation (؟ ، ؛ « ») is not a word character, so it splits.
 _WORD = re.compile(r"[^\W_]+")
@@ -86,9 +92,10 @@ _ENGLISH_WORDS = """
     further just only other out over own same once"""
 _ARABIC_WORDS = """
     في من على الى إلى عن ما ماذا هو هي هم هذا هذه ذلك تلك التي الذي الذين ان أن إن كان
-    كانت او أو ثم قد لا لم لن مع بين كل بعض عند حتى اذا إذا هل اي أي متى كيف اين أين لماذا كم"""
+    كانت او أو ثم قد لا لم لن مع بين كل بعض عند حتى اذا إذا هل اي أي متى كيف اين أين لماذا كم
+    ماهي ماهو ما هى فى"""
 _ENGLISH_STOPWORDS = frozenset(_ENGLISH_WORDS.split())
-_ARABIC_STOPWORDS = frozenset(_ARABIC_WORDS.translate(_ALEF_FORMS).split())
+_ARABIC_STOPWORDS = frozenset(_ARABIC_WORDS.translate(_RETRIEVAL_FORMS).split())
 
 
 class Analyzer(Protocol):
@@ -116,6 +123,11 @@ class _Documented:
 def normalize_arabic(text: str) -> str:
     """``text`` without tashkeel, tatweel and superscript alef, with ``أ إ آ ٱ`` as ``ا``."""
     return _ARABIC_MARKS.sub("", text).translate(_ALEF_FORMS)
+
+
+def fold_arabic(text: str) -> str:
+    """:func:`normalize_arabic` for retrieval: also ``ى`` as ``ي`` (``"فى"`` -> ``"في"``)."""
+    return _ARABIC_MARKS.sub("", text).translate(_RETRIEVAL_FORMS)
 
 
 def light_stem_arabic(word: str) -> str:
@@ -167,7 +179,7 @@ class _Multilingual:
         self._memo: dict[str, str] = {}
 
     def tokenize(self, text: str) -> list[str]:
-        words = _WORD.findall(normalize_arabic(unicodedata.normalize("NFKC", text).lower()))
+        words = _WORD.findall(fold_arabic(unicodedata.normalize("NFKC", text).lower()))
         memo = self._memo
         if len(memo) > _MEMO_MAX:
             # Rebinding (not clearing) keeps concurrent readers of the old dict safe.
@@ -219,3 +231,31 @@ def analyzer_for(name: str) -> Analyzer:
 def best_multilingual() -> str:
     """``"multilingual"`` when PyStemmer is installed, else ``"multilingual-lite"``."""
     return "multilingual" if stemmer_available() else "multilingual-lite"
+
+
+_TERM_MEMO_MAX = 1 << 16
+"""Texts whose analysed term sets a :class:`TermMemo` keeps before it starts over."""
+
+
+class TermMemo:
+    """The analysed term set of each chunk text, by analyser and content hash.
+
+    Indexed chunks are immutable (as for the retrievers' hash memo), and the same
+    chunks come back for many queries, so each is analysed once.  Plain dict
+    operations only: concurrent callers at worst analyse a text twice.
+    """
+
+    __slots__ = ("_sets",)
+
+    def __init__(self) -> None:
+        self._sets: dict[tuple[str, str], frozenset[str]] = {}
+
+    def terms(self, chunk: Any, analyzer: Analyzer) -> frozenset[str]:
+        """The terms of ``chunk.text`` (``chunk.content_hash`` is the memo key)."""
+        key = (analyzer.name, chunk.content_hash)
+        found = self._sets.get(key)
+        if found is None:
+            if len(self._sets) >= _TERM_MEMO_MAX:
+                self._sets = {}
+            found = self._sets[key] = frozenset(analyzer.tokenize(chunk.text))
+        return found

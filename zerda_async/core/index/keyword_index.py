@@ -244,6 +244,41 @@ class KeywordIndex:
         self._cache.put(term_id, (docs, weights))
         return docs, weights
 
+    def idf(self, term: str) -> float:
+        """BM25 idf of ``term`` over the live documents (``df = 0`` for an unknown term).
+
+        An unknown term gets the largest idf, ``ln(1 + (N + 0.5) / 0.5)``: a query
+        word the corpus never uses is the most specific word of that query.
+        """
+        held = self.term_weights(term)
+        return _idf(self.n_live, 0 if held is None else int(held[0].shape[0]))
+
+    def coverage(
+        self, terms: Sequence[str], positions: NDArray[np.signedinteger[Any]]
+    ) -> NDArray[np.float64]:
+        """Per position, the idf-weighted share of the distinct ``terms`` it contains.
+
+        ``sum(idf(t) for t in terms if t in doc) / sum(idf(t) for t in terms)``: an
+        absolute measure in [0, 1] (unlike a BM25 score, it does not grow with the
+        corpus or the query's length), 0 for every position when ``terms`` is empty.
+        """
+        found = np.zeros(positions.shape[0], dtype=np.float64)
+        unique = list(dict.fromkeys(terms))
+        if not unique or self.n_live == 0:
+            return found
+        total = 0.0
+        for term in unique:
+            held = self.term_weights(term)
+            weight = _idf(self.n_live, 0 if held is None else int(held[0].shape[0]))
+            total += weight
+            if held is None or positions.shape[0] == 0:
+                continue
+            docs = held[0]
+            # Postings are ascending, so a binary search tells whether each position is one.
+            at = np.minimum(np.searchsorted(docs, positions), docs.shape[0] - 1)
+            found[docs[at] == positions] += weight
+        return found / total if total > 0 else found
+
     def scores(self, terms: Sequence[str]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
         """Positions with a positive BM25 score for the distinct ``terms`` (ascending), scores.
 
@@ -262,6 +297,11 @@ class KeywordIndex:
                 scores[found[0]] += found[1]
         hits = np.flatnonzero(scores > 0)
         return hits, scores[hits]
+
+
+def _idf(n_docs: int, df: int) -> float:
+    """The BM25 idf of a term held by ``df`` of ``n_docs`` documents."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
 def _tokenizer(analyzer: str) -> Callable[[str], list[str]] | None:

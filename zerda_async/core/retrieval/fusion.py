@@ -28,6 +28,7 @@ def _record(target: ScoredChunk, source: ScoredChunk, method: RetrievalMethod, r
     elif method is RetrievalMethod.KEYWORD:
         target.keyword_score = source.keyword_score
         target.keyword_rank = rank
+        target.query_coverage = source.query_coverage
     else:
         target.metadata_score = source.metadata_score
         target.metadata_rank = rank
@@ -64,6 +65,8 @@ def fuse_rrf(
                 # A retriever may hand back an object it returned before: start clean.
                 entry.fused_score = 0.0
                 entry.vector_rank = entry.keyword_rank = entry.metadata_rank = 0
+                if method is not RetrievalMethod.KEYWORD:
+                    entry.query_coverage = -1.0
                 entry.retrieval_method = method
                 methods[key] = 0
             _record(entry, sc, method, rank)

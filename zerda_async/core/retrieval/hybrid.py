@@ -134,7 +134,11 @@ class HybridRetriever(HybridRetrieverStrategy):
             lists.append((RetrievalMethod.METADATA, found))
 
         if cfg.fusion == "rrf":
-            return fuse_rrf(lists, k, _weights(cfg), cfg.rrf_k)
+            fused = fuse_rrf(lists, k, _weights(cfg), cfg.rrf_k)
+            annotate = getattr(self.keyword_retriever, "annotate_coverage", None)
+            if annotate is not None and any(sc.query_coverage < 0 for sc in fused):
+                annotate(query, fused)
+            return fused
         if cfg.fusion != "documented":
             raise ConfigError(
                 f"unknown retriever.fusion {cfg.fusion!r}; expected 'documented' or 'rrf'"

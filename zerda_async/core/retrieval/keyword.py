@@ -8,10 +8,12 @@ vectorised accumulation per distinct query term; no Python code runs per chunk.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..config import ContextEngineConfig
 from ..filter_language import Condition
+from ..index.analysis import TermMemo
 from ..index.keyword_index import BM25_B, BM25_K1, KeywordIndex
 from ..models import RetrievalMethod, ScoredChunk
 from ._base import IndexedRetriever
@@ -34,6 +36,10 @@ class KeywordRetriever(IndexedRetriever[KeywordIndex]):
 
     accepts_where = True
     """``retrieve`` takes ``where=`` (parsed restricting filters)."""
+
+    def __init__(self, config: ContextEngineConfig, chunks: Iterable[Any] | None = None) -> None:
+        self._terms = TermMemo()
+        super().__init__(config, chunks)
 
     def _build(self, items: Sequence[Any]) -> KeywordIndex:
         return KeywordIndex.build([chunk_text(c) for c in items], analyzer=self.cfg.text_analyzer)
@@ -61,15 +67,39 @@ class KeywordRetriever(IndexedRetriever[KeywordIndex]):
         order = stable_top(hit_scores, top_k)
         if order.shape[0] == 0:
             return []
-        picked = hits[order].tolist()
+        positions = hits[order]
         values = hit_scores[order]
         normalised = (values / values[0]).tolist()
+        coverage = view.index.coverage(terms, positions).tolist()
         return [
             view.hashes.scored(
                 doc,
                 keyword_score=score,
                 retrieval_method=RetrievalMethod.KEYWORD,
                 retrieval_rank=rank,
+                query_coverage=share,
             )
-            for rank, (doc, score) in enumerate(zip(picked, normalised, strict=True))
+            for rank, (doc, score, share) in enumerate(
+                zip(positions.tolist(), normalised, coverage, strict=True)
+            )
         ]
+
+    def annotate_coverage(self, query: str, chunks: Sequence[ScoredChunk]) -> None:
+        """Set ``query_coverage`` on the ``chunks`` that lack it (found by another method).
+
+        The chunk's text is analysed like an indexed one (memoised by content hash)
+        and weighted with this index's idf, so the value equals the one a keyword
+        hit of the same text gets.
+        """
+        missing = [sc for sc in chunks if sc.query_coverage < 0]
+        if not missing:
+            return
+        index = self._view.index
+        analyzer = index.analyzer
+        terms = list(dict.fromkeys(analyzer.tokenize(query)))
+        weights = {term: index.idf(term) for term in terms}
+        total = sum(weights.values())
+        for sc in missing:
+            held = self._terms.terms(sc, analyzer)
+            found = sum(w for term, w in weights.items() if term in held)
+            sc.query_coverage = found / total if total > 0 else 0.0
