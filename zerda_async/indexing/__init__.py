@@ -9,9 +9,7 @@
 Internal: the public way in is ``AsyncContextEngine.index/add/update/remove/save/load``.
 """
 
-from zerda_async.indexing._lifecycle import IndexLifecycle
-from zerda_async.indexing._live_index import LiveIndex, build_live_index
-from zerda_async.indexing._persistence import (
+from zerda_async.indexing._format import (
     CURRENT_FILE,
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -20,9 +18,10 @@ from zerda_async.indexing._persistence import (
     Manifest,
     SavedIndex,
     StoredChunk,
-    load_index,
-    save_index,
 )
+from zerda_async.indexing._lifecycle import IndexLifecycle
+from zerda_async.indexing._live_index import LiveIndex, build_live_index
+from zerda_async.indexing._persistence import load_index, save_index
 
 __all__ = [
     "CURRENT_FILE",

@@ -30,9 +30,9 @@ from zerda_async.core.models import SourceQuality
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
 from zerda_async.embedders._embedder import Embedder
 from zerda_async.errors import IndexFormatError, IndexStateError
-from zerda_async.indexing._format import MANIFEST_FILE
+from zerda_async.indexing._format import MANIFEST_FILE, SavedIndex
 from zerda_async.indexing._live_index import LiveIndex, build_live_index
-from zerda_async.indexing._persistence import SavedIndex, save_index
+from zerda_async.indexing._persistence import save_index
 from zerda_async.pipeline._async_runner import AsyncRunner
 from zerda_async.pipeline._state import EngineState
 

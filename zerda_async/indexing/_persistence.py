@@ -36,28 +36,9 @@ save fail with :class:`TypeError`.
 
 from __future__ import annotations
 
-from zerda_async.indexing._format import (
-    CURRENT_FILE,
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    MANIFEST_FILE,
-    FileEntry,
-    Manifest,
-    SavedIndex,
-    StoredChunk,
-)
+# The format's names and records live in ._format; the package re-exports them
+# (the one place that does), this module only the two operations.
 from zerda_async.indexing._reader import load_index
 from zerda_async.indexing._writer import save_index
 
-__all__ = [
-    "CURRENT_FILE",
-    "FORMAT_NAME",
-    "FORMAT_VERSION",
-    "MANIFEST_FILE",
-    "FileEntry",
-    "Manifest",
-    "SavedIndex",
-    "StoredChunk",
-    "load_index",
-    "save_index",
-]
+__all__ = ["load_index", "save_index"]

@@ -13,21 +13,31 @@ applies them ahead of the request's turn, concurrently, and the walker keeps
 that work when the history stage left the query as it was.  The other stages
 read or write shared state (cache, histories, adaptive budget) or need the
 budget (composition, guard), and run in submission order.
+
+The abstract :class:`Stage` lives in :mod:`._stage` and the shared-state
+stages (with their store branches) in :mod:`._state_stages`; this module holds
+the others, the order and the result building.
 """
 
 from __future__ import annotations
 
-import time
-from abc import ABC, abstractmethod
 from typing import Any
 
 import zerda_async.pipeline._shared as _shared
 from zerda_async.core.composer import compose_with_citations
 from zerda_async.core.filter_language import matches, parse_filters
-from zerda_async.core.models import Composition, ContextResult
-from zerda_async.pipeline._job import Job, options_cache_suffix
+from zerda_async.core.models import ContextResult
+from zerda_async.pipeline._job import Job
+from zerda_async.pipeline._stage import Stage
 from zerda_async.pipeline._state import EngineState
-from zerda_async.stores import LearningSample
+from zerda_async.pipeline._state_stages import (
+    AdaptiveRecord,
+    Budget,
+    CacheLookup,
+    CacheStore,
+    HistoryEnrichment,
+    HistoryRecord,
+)
 
 __all__ = [
     "STAGES",
@@ -50,105 +60,6 @@ __all__ = [
 ]
 
 
-class Stage(ABC):
-    """One step of the pipeline; subclasses implement :meth:`apply`."""
-
-    name: str = "stage"
-    speculative: bool = False
-
-    @property
-    def error_name(self) -> str:
-        """The stage named on an exception this stage raises (see ``errors.failed_stage``)."""
-        return self.name
-
-    @abstractmethod
-    def apply(self, job: Job, state: EngineState) -> None:
-        """Advance ``job`` by this step."""
-
-    def awaits(self, state: EngineState) -> bool:
-        """True when this stage must be applied with :meth:`apply_async` for ``state``."""
-        return False
-
-    async def apply_async(self, job: Job, state: EngineState) -> None:
-        """Advance ``job`` by this step, awaiting I/O (only called when :meth:`awaits`)."""
-        self.apply(job, state)
-
-    def __repr__(self) -> str:
-        return f"<stage {self.name}>"
-
-
-class CacheLookup(Stage):
-    """Step 0: a cached context for the raw query ends the run with a cache-hit result.
-
-    With a shared cache or index store the lookup awaits it (the key carries
-    the store's corpus version; see :mod:`._shared`).
-    """
-
-    name = "cache_lookup"
-
-    def apply(self, job: Job, state: EngineState) -> None:
-        if state.cache is None:
-            return
-        job.cache_key = state.cache_key(job.query, job.options.metadata_filters)
-        job.cache_key += options_cache_suffix(job.options, state.config.composer.template)
-        _serve_cached(job, state, state.cache.get_composition(job.cache_key))
-
-    def awaits(self, state: EngineState) -> bool:
-        return _shares_cache(state)
-
-    async def apply_async(self, job: Job, state: EngineState) -> None:
-        _serve_cached(job, state, await _shared.cached_composition(job, state))
-
-
-def _shares_cache(state: EngineState) -> bool:
-    """True when cache keys need a store (a shared cache, or the index store's version)."""
-    return state.cache is not None and (
-        state.stores.cache is not None or state.stores.index is not None
-    )
-
-
-def _serve_cached(job: Job, state: EngineState, cached: Composition | None) -> None:
-    if cached is not None and cached.context:
-        analysis = state.analyzer.analyze(job.query)
-        job.analysis = analysis
-        job.context = cached.context
-        job.result = ContextResult(
-            context=cached.context,
-            query_analysis=analysis,
-            chunks_used=[],
-            pipeline_ms=(time.perf_counter() - job.t_start) * 1000,
-            metadata={"from_cache": True},
-            citations=list(cached.citations),
-            nothing_relevant=cached.nothing_relevant,
-        )
-
-
-class HistoryEnrichment(Stage):
-    """Step 1: prefix the query with the recent answered turns of its conversation."""
-
-    name = "history_enrichment"
-
-    def apply(self, job: Job, state: EngineState) -> None:
-        job.effective_query = job.query
-        history = state.history_for(job.options.session_id)
-        if job.options.use_history and history and state.config.multi_turn:
-            job.effective_query = history.get_enriched_query(job.query, n=2)
-
-    def awaits(self, state: EngineState) -> bool:
-        return state.stores.sessions is not None
-
-    async def apply_async(self, job: Job, state: EngineState) -> None:
-        session_id = job.options.session_id
-        if session_id is None or not state.config.multi_turn:
-            self.apply(job, state)
-            return
-        # Read at the request's turn: every turn completed before, on any replica.
-        job.effective_query = job.query
-        if job.options.use_history:
-            history = await _shared.read_history(state, session_id)
-            job.effective_query = history.get_enriched_query(job.query, n=2)
-
-
 class Analysis(Stage):
     """Step 2: analyse the (possibly enriched) query."""
 
@@ -157,25 +68,6 @@ class Analysis(Stage):
 
     def apply(self, job: Job, state: EngineState) -> None:
         job.analysis = state.analyzer.analyze(job.effective_query)
-
-
-class Budget(Stage):
-    """Step 3: the override, or the adaptive suggestion; written into the analysis."""
-
-    name = "budget"
-
-    def apply(self, job: Job, state: EngineState) -> None:
-        assert job.analysis is not None
-        job.budget = job.options.override_budget or state.adaptive.suggest_budget(job.analysis)
-        job.analysis.context_budget = job.budget
-
-    def awaits(self, state: EngineState) -> bool:
-        return state.stores.learning is not None
-
-    async def apply_async(self, job: Job, state: EngineState) -> None:
-        if not job.options.override_budget:
-            await _shared.refresh_learning(state)
-        self.apply(job, state)
 
 
 class QueryEmbedding(Stage):
@@ -318,77 +210,6 @@ class Guard(Stage):
         passed, warnings = state.guard.validate(job.context, job.effective_query, job.analysis)
         job.guard_passed = passed
         job.guard_warnings = warnings
-
-
-class CacheStore(Stage):
-    """Step 9: cache the context when the guard passed."""
-
-    name = "cache_store"
-
-    def apply(self, job: Job, state: EngineState) -> None:
-        if state.cache is not None and job.cache_key and job.guard_passed:
-            composition = Composition(job.context, job.citations, job.nothing_relevant)
-            state.cache.put_composition(job.cache_key, composition)
-
-    def awaits(self, state: EngineState) -> bool:
-        return _shares_cache(state)
-
-    async def apply_async(self, job: Job, state: EngineState) -> None:
-        if job.cache_key is not None:
-            await _shared.store_composition(job, state)
-
-
-class HistoryRecord(Stage):
-    """Step 10: record the raw query and its context as a new (unanswered) turn."""
-
-    name = "history_record"
-
-    def apply(self, job: Job, state: EngineState) -> None:
-        # Sessions are evicted least recently run first (the sync facade has none).
-        state.touch_session(job.options.session_id)
-        history = state.history_for(job.options.session_id)
-        if job.options.record_turn and history:
-            history.add_turn(query=job.query, context=job.context, analysis=job.analysis)
-
-    def awaits(self, state: EngineState) -> bool:
-        return state.stores.sessions is not None
-
-    async def apply_async(self, job: Job, state: EngineState) -> None:
-        session_id = job.options.session_id
-        if session_id is None:
-            self.apply(job, state)
-        elif job.options.record_turn and state.config.multi_turn:
-            await _shared.record_turn(state, session_id, job.query)
-
-
-class AdaptiveRecord(Stage):
-    """Step 11: feed the adaptive budget statistics."""
-
-    name = "adaptive_record"
-
-    def apply(self, job: Job, state: EngineState) -> None:
-        job.elapsed_ms = (time.perf_counter() - job.t_start) * 1000
-        state.adaptive.record(
-            query=job.query,
-            analysis=job.analysis,
-            context_length=len(job.context),
-            chunk_count=len(job.ranked),
-            response_ms=job.elapsed_ms,
-            guard_passed=job.guard_passed,
-        )
-
-    def awaits(self, state: EngineState) -> bool:
-        return state.stores.learning is not None
-
-    async def apply_async(self, job: Job, state: EngineState) -> None:
-        self.apply(job, state)
-        sample = LearningSample(
-            response_ms=job.elapsed_ms,
-            context_length=len(job.context),
-            chunk_count=len(job.ranked),
-            guard_passed=job.guard_passed,
-        )
-        await _shared.record_learning(state, sample)
 
 
 STAGES: tuple[Stage, ...] = (

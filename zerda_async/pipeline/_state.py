@@ -71,8 +71,37 @@ class EngineState:
         max_sessions: int | None = None,
         bounded_cache: bool = False,
     ) -> None:
-        given: Components = components or {}
         self.config = config or ContextEngineConfig()
+        self.owner_name = owner_name
+        self._install_components(components or {})
+        # Set by the async engine, which embeds every query ahead of retrieval
+        # (see the query_embedding stage); the sync facade's retriever embeds
+        # queries itself.
+        self.query_embedder: Embedder | None = None
+        self._init_request_state(max_sessions, bounded_cache)
+        # None until the first successful index(): the documented engine only
+        # creates the map there, and an injected retriever used before that fails.
+        self.source_quality_map: Mapping[str, Any] | None = None
+        # Bumped by every change of index-time state (retriever, source-quality
+        # map, corpus); the async runner redoes speculative work begun under an
+        # older epoch.
+        self.epoch = 0
+        # None keeps the documented cache key (the sync facade).  The async
+        # engine sets the version of its corpus here (bumped by add, update and
+        # remove), and it becomes part of every cache key, so a context built
+        # from an older corpus is never served.
+        self.cache_corpus_version: int | None = None
+        # Shared stores (none by default: everything in this process), what
+        # was bypassed because a cache or learning store did not answer, and
+        # when the shared learning window was last read.
+        self.stores = Stores()
+        self.bypassed: dict[str, int] = {"cache": 0, "learning": 0}
+        self.learning_read_at = float("-inf")
+        # Stores that failed to answer (by id): until when requests skip them, and why.
+        self.stores_down: dict[int, tuple[float, Exception]] = {}
+
+    def _install_components(self, given: Components) -> None:
+        """The injected components, and the documented default for each one missing."""
         self.counter: LengthCounter = given.get("length_counter") or char_counter
         self.analyzer: Any = given.get("query_analyzer") or build_query_analyzer(self.config)
         self.chunk_filter: Any = given.get("chunk_filter") or ChunkFilter(self.config)
@@ -85,10 +114,9 @@ class EngineState:
         self.budget_allocator: Any = given.get("budget_allocator") or EqualBudgetAllocation()
         self.adaptive = AdaptiveLearningSystem(self.config)
         self.retriever = given.get("retriever")
-        # Set by the async engine, which embeds every query ahead of retrieval
-        # (see the query_embedding stage); the sync facade's retriever embeds
-        # queries itself.
-        self.query_embedder: Embedder | None = None
+
+    def _init_request_state(self, max_sessions: int | None, bounded_cache: bool) -> None:
+        """The state requests share: the context cache and the conversation histories."""
         cache_cfg = self.config.cache
         # The async engine asks for a cache that never exceeds max_size (see
         # BoundedContextCache); the sync facade keeps the documented one.
@@ -111,27 +139,6 @@ class EngineState:
             raise ValueError(f"max_sessions must be at least 1 or None, got {max_sessions!r}")
         self.max_sessions = max_sessions
         self.sessions: dict[str, ConversationHistory] = {}
-        # None until the first successful index(): the documented engine only
-        # creates the map there, and an injected retriever used before that fails.
-        self.source_quality_map: Mapping[str, Any] | None = None
-        self.owner_name = owner_name
-        # Bumped by every change of index-time state (retriever, source-quality
-        # map, corpus); the async runner redoes speculative work begun under an
-        # older epoch.
-        self.epoch = 0
-        # None keeps the documented cache key (the sync facade).  The async
-        # engine sets the version of its corpus here (bumped by add, update and
-        # remove), and it becomes part of every cache key, so a context built
-        # from an older corpus is never served.
-        self.cache_corpus_version: int | None = None
-        # Shared stores (none by default: everything in this process), what
-        # was bypassed because a cache or learning store did not answer, and
-        # when the shared learning window was last read.
-        self.stores = Stores()
-        self.bypassed: dict[str, int] = {"cache": 0, "learning": 0}
-        self.learning_read_at = float("-inf")
-        # Stores that failed to answer (by id): until when requests skip them, and why.
-        self.stores_down: dict[int, tuple[float, Exception]] = {}
 
     # -- shared state lookups -------------------------------------------------
 

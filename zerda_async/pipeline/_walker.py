@@ -34,6 +34,32 @@ StageCallback = Callable[[str, float], None]
 _T = TypeVar("_T")
 
 
+class _Timed:
+    """Times one application of ``stage`` into ``job.timings``; names the stage on an exception.
+
+    A small class rather than ``contextlib.contextmanager``: it runs for
+    every stage of every request, and a generator-based manager costs more.
+    """
+
+    __slots__ = ("job", "stage", "started")
+
+    def __init__(self, stage: Stage, job: Job) -> None:
+        self.stage = stage
+        self.job = job
+        self.started = 0.0
+
+    def __enter__(self) -> None:
+        self.started = perf_counter()
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        # Returns None: the exception, if any, propagates unchanged.  Only an
+        # Exception is named (not a cancellation); only a success is timed.
+        if exc is None:
+            self.job.timings[self.stage.name] = (perf_counter() - self.started) * 1000
+        elif isinstance(exc, Exception):
+            annotate_stage_error(exc, self.stage.error_name)
+
+
 def apply_stage(stage: Stage, job: Job, state: EngineState) -> float:
     """Apply one sync stage, record its duration in ``job.timings`` and return it (ms).
 
@@ -41,28 +67,16 @@ def apply_stage(stage: Stage, job: Job, state: EngineState) -> float:
     place that applies a stage (the walk, the async runner's speculation)
     goes through here or :func:`apply_stage_async`.
     """
-    started = perf_counter()
-    try:
+    with _Timed(stage, job):
         stage.apply(job, state)
-    except Exception as exc:
-        annotate_stage_error(exc, stage.error_name)
-        raise
-    duration = (perf_counter() - started) * 1000
-    job.timings[stage.name] = duration
-    return duration
+    return job.timings[stage.name]
 
 
 async def apply_stage_async(stage: Stage, job: Job, state: EngineState) -> float:
     """:func:`apply_stage` for a stage that awaits (``stage.awaits(state)``)."""
-    started = perf_counter()
-    try:
+    with _Timed(stage, job):
         await stage.apply_async(job, state)
-    except Exception as exc:
-        annotate_stage_error(exc, stage.error_name)
-        raise
-    duration = (perf_counter() - started) * 1000
-    job.timings[stage.name] = duration
-    return duration
+    return job.timings[stage.name]
 
 
 def _applied_ahead(stage: Stage, job: Job, state: EngineState) -> bool:

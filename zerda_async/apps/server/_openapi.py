@@ -8,6 +8,7 @@ from what the endpoints accept and answer.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Literal
 
 import msgspec
@@ -108,15 +109,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
     }
 
 
-def _post(summary: str, body: Any, ok: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "post": {
-            "summary": summary,
-            "requestBody": {"required": True, "content": _json_content(_ref(body))},
-            "responses": {"200": ok, **_errors(401, 413, 415, 422, 500, 503, 504)},
-        }
-    }
-
+_REQUEST_ERRORS = (401, 413, 415, 422, 500, 503, 504)
+"""What a request endpoint (a JSON body run through the engine) may answer besides 200."""
 
 _SESSION_PARAMETER = {
     "name": "session_id",
@@ -126,142 +120,131 @@ _SESSION_PARAMETER = {
 }
 
 
+def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """A response with a JSON body of ``schema``."""
+    return {"description": description, "content": _json_content(schema)}
+
+
+def _text(description: str, media: str) -> dict[str, Any]:
+    """A response with a text body of the ``media`` type."""
+    return {"description": description, "content": {media: {"schema": {"type": "string"}}}}
+
+
+def _query_parameter(name: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+
+
+def _operation(
+    method: Literal["get", "post"],
+    summary: str,
+    ok: dict[str, Any],
+    *,
+    body: Any = None,
+    parameters: tuple[dict[str, Any], ...] = (),
+    errors: tuple[int, ...] = (),
+    also: dict[str, Any] | None = None,
+    public: bool = False,
+) -> dict[str, Any]:
+    """One path's operation: ``ok`` is its 200 response, ``also`` other documented ones.
+
+    ``public`` exempts it from the bearer key; ``errors`` are the statuses
+    answered with an :class:`ErrorBody`.
+    """
+    operation: dict[str, Any] = {"summary": summary}
+    if public:
+        operation["security"] = []
+    if parameters:
+        operation["parameters"] = list(parameters)
+    if body is not None:
+        operation["requestBody"] = {"required": True, "content": _json_content(_ref(body))}
+    operation["responses"] = {"200": ok, **(also or {}), **_errors(*errors)}
+    return {method: operation}
+
+
+_STREAM_OK = {
+    "description": "one `event:`/`data:` record per stage, then `done` or `error`; "
+    "each `data` line is one of these JSON documents",
+    "content": {"text/event-stream": {"schema": {"oneOf": [_ref(k) for k in _STREAM_EVENTS]}}},
+}
+
+_PATHS: dict[str, Any] = {
+    "/v1/context": _operation(
+        "post",
+        "Build the context for one query",
+        _json("the result", _ref(ContextResponse)),
+        body=ContextRequest,
+        errors=_REQUEST_ERRORS,
+    ),
+    "/v1/context/stream": _operation(
+        "post",
+        "The same request, its stage events as Server-Sent Events",
+        _STREAM_OK,
+        body=ContextRequest,
+        errors=_REQUEST_ERRORS,
+    ),
+    "/v1/context/multi": _operation(
+        "post",
+        "One context for several queries sharing a budget",
+        _json("the combined context", _ref(MultiResponse)),
+        body=MultiRequest,
+        errors=_REQUEST_ERRORS,
+    ),
+    "/v1/sessions/{session_id}": _operation(
+        "get",
+        "The turns of a session (query and recorded answer), oldest first",
+        _json("the session", _ref(SessionOut)),
+        parameters=(_SESSION_PARAMETER,),
+        errors=(401, 422, 503, 504),
+    ),
+    "/v1/sessions/{session_id}/answer": _operation(
+        "post",
+        "Record the LLM's answer on the session's last turn",
+        _json("the session", _ref(SessionOut)),
+        body=AnswerRequest,
+        parameters=(_SESSION_PARAMETER,),
+        errors=(401, 404, 413, 415, 422, 503, 504),
+    ),
+    "/readyz": _operation(
+        "get",
+        "Whether every configured store answers",
+        _json("ready", _ref(Ready)),
+        also={"503": _json("a store (named) does not answer", _ref(Ready))},
+        errors=(401,),
+    ),
+    "/healthz": _operation(
+        "get",
+        "Whether the default template's engine serves",
+        _json("ok", _ref(Health)),
+        also={"503": _json("the engine cannot serve", _ref(Health))},
+        public=True,
+    ),
+    "/metrics": _operation(
+        "get", "Prometheus text metrics", _text("metrics", "text/plain"), errors=(401,)
+    ),
+    "/openapi.json": _operation("get", "This document", _json("OpenAPI 3.1", {}), errors=(401,)),
+    "/": _operation(
+        "get",
+        "The page for a person (`?q=` runs that question on load)",
+        _text("HTML", "text/html"),
+        parameters=(_query_parameter("q"), _query_parameter("template")),
+        public=True,
+    ),
+    **{
+        f"/page.{ext}": _operation(
+            "get", f"The page's {kind} (static)", _text(kind, media), public=True
+        )
+        for ext, kind, media in (
+            ("js", "script", "text/javascript"),
+            ("css", "style sheet", "text/css"),
+        )
+    },
+}
+"""The service's routes, in the document's order."""
+
+
 def _paths() -> dict[str, Any]:
-    stream_schema = {"oneOf": [_ref(kind) for kind in _STREAM_EVENTS]}
-    return {
-        "/v1/context": _post(
-            "Build the context for one query",
-            ContextRequest,
-            {"description": "the result", "content": _json_content(_ref(ContextResponse))},
-        ),
-        "/v1/context/stream": _post(
-            "The same request, its stage events as Server-Sent Events",
-            ContextRequest,
-            {
-                "description": "one `event:`/`data:` record per stage, then `done` or `error`; "
-                "each `data` line is one of these JSON documents",
-                "content": {"text/event-stream": {"schema": stream_schema}},
-            },
-        ),
-        "/v1/context/multi": _post(
-            "One context for several queries sharing a budget",
-            MultiRequest,
-            {"description": "the combined context", "content": _json_content(_ref(MultiResponse))},
-        ),
-        "/v1/sessions/{session_id}": {
-            "get": {
-                "summary": "The turns of a session (query and recorded answer), oldest first",
-                "parameters": [_SESSION_PARAMETER],
-                "responses": {
-                    "200": {
-                        "description": "the session",
-                        "content": _json_content(_ref(SessionOut)),
-                    },
-                    **_errors(401, 422, 503, 504),
-                },
-            }
-        },
-        "/v1/sessions/{session_id}/answer": {
-            "post": {
-                "summary": "Record the LLM's answer on the session's last turn",
-                "parameters": [_SESSION_PARAMETER],
-                "requestBody": {"required": True, "content": _json_content(_ref(AnswerRequest))},
-                "responses": {
-                    "200": {
-                        "description": "the session",
-                        "content": _json_content(_ref(SessionOut)),
-                    },
-                    **_errors(401, 404, 413, 415, 422, 503, 504),
-                },
-            }
-        },
-        "/readyz": {
-            "get": {
-                "summary": "Whether every configured store answers",
-                "responses": {
-                    "200": {"description": "ready", "content": _json_content(_ref(Ready))},
-                    "503": {
-                        "description": "a store (named) does not answer",
-                        "content": _json_content(_ref(Ready)),
-                    },
-                    **_errors(401),
-                },
-            }
-        },
-        "/healthz": {
-            "get": {
-                "summary": "Whether the default template's engine serves",
-                "security": [],
-                "responses": {
-                    "200": {"description": "ok", "content": _json_content(_ref(Health))},
-                    "503": {
-                        "description": "the engine cannot serve",
-                        "content": _json_content(_ref(Health)),
-                    },
-                },
-            }
-        },
-        "/metrics": {
-            "get": {
-                "summary": "Prometheus text metrics",
-                "responses": {
-                    "200": {
-                        "description": "metrics",
-                        "content": {"text/plain": {"schema": {"type": "string"}}},
-                    },
-                    **_errors(401),
-                },
-            }
-        },
-        "/openapi.json": {
-            "get": {
-                "summary": "This document",
-                "responses": {
-                    "200": {"description": "OpenAPI 3.1", "content": _json_content({})},
-                    **_errors(401),
-                },
-            }
-        },
-        "/": {
-            "get": {
-                "summary": "The page for a person (`?q=` runs that question on load)",
-                "security": [],
-                "parameters": [
-                    {"name": "q", "in": "query", "required": False, "schema": {"type": "string"}},
-                    {
-                        "name": "template",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "string"},
-                    },
-                ],
-                "responses": {
-                    "200": {
-                        "description": "HTML",
-                        "content": {"text/html": {"schema": {"type": "string"}}},
-                    }
-                },
-            }
-        },
-        **{
-            f"/page.{ext}": {
-                "get": {
-                    "summary": f"The page's {kind} (static)",
-                    "security": [],
-                    "responses": {
-                        "200": {
-                            "description": kind,
-                            "content": {media: {"schema": {"type": "string"}}},
-                        }
-                    },
-                }
-            }
-            for ext, kind, media in (
-                ("js", "script", "text/javascript"),
-                ("css", "style sheet", "text/css"),
-            )
-        },
-    }
+    # A copy: a caller may change the document it is given.
+    return copy.deepcopy(_PATHS)
 
 
 def openapi_document(*, api_key: bool, title: str = "zerda-async") -> dict[str, Any]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from contextlib import aclosing, asynccontextmanager, contextmanager
 from typing import Any, cast
 
 import anyio
@@ -36,6 +36,17 @@ from zerda_async.errors import EngineClosedError, HTTPProblem
 from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
 
 __all__ = ["Service"]
+
+
+def _run_options(req: ContextRequest | MultiRequest) -> dict[str, Any]:
+    """The body's fields that the engine's run options take under the same names."""
+    return {
+        "metadata_filters": req.metadata_filters,
+        "max_chunks": req.max_chunks,
+        "session_id": req.session_id,
+        "filters": req.filters,
+        "template": req.template,
+    }
 
 
 class Service:
@@ -90,27 +101,24 @@ class Service:
     def _deadline_problem(self) -> HTTPProblem:
         return HTTPProblem(504, f"request took longer than {self.settings.request_timeout:g} s")
 
+    @contextmanager
+    def _deadline(self) -> Iterator[None]:
+        """The block under the request deadline; past it, the 504 problem."""
+        try:
+            with anyio.fail_after(self.settings.request_timeout):
+                yield
+        except TimeoutError:
+            raise self._deadline_problem() from None
+
     # -- endpoints ----------------------------------------------------------------
 
     async def run_context(self, req: ContextRequest) -> ContextResponse:
         """Run one request under admission and the deadline (``/v1/context`` and the page)."""
         template = req.template or self.settings.default_template
         async with self.admitted():
-            try:
-                with anyio.fail_after(self.settings.request_timeout):
-                    engine = await self.engine()
-                    timed = await run_timed(
-                        engine,
-                        req.query,
-                        metadata_filters=req.metadata_filters,
-                        max_chunks=req.max_chunks,
-                        budget=req.budget,
-                        session_id=req.session_id,
-                        filters=req.filters,
-                        template=req.template,
-                    )
-            except TimeoutError:
-                raise self._deadline_problem() from None
+            with self._deadline():
+                engine = await self.engine()
+                timed = await run_timed(engine, req.query, budget=req.budget, **_run_options(req))
         return result_out(
             timed.result,
             template=template,
@@ -128,21 +136,11 @@ class Service:
         template = req.template or self.settings.default_template
         started = time.perf_counter()
         async with self.admitted():
-            try:
-                with anyio.fail_after(self.settings.request_timeout):
-                    engine = await self.engine()
-                    context = await engine.run_multi(
-                        req.queries,
-                        req.global_budget,
-                        req.use_weighted,
-                        metadata_filters=req.metadata_filters,
-                        max_chunks=req.max_chunks,
-                        session_id=req.session_id,
-                        filters=req.filters,
-                        template=req.template,
-                    )
-            except TimeoutError:
-                raise self._deadline_problem() from None
+            with self._deadline():
+                engine = await self.engine()
+                context = await engine.run_multi(
+                    req.queries, req.global_budget, req.use_weighted, **_run_options(req)
+                )
         return json_response(
             MultiResponse(
                 context=context,
@@ -168,13 +166,9 @@ class Service:
                     AsyncGenerator[StageEvent, None],
                     engine.stream(
                         req.query,
-                        req.metadata_filters,
-                        req.max_chunks,
-                        req.budget,
-                        session_id=req.session_id,
-                        filters=req.filters,
-                        template=req.template,
+                        override_budget=req.budget,
                         timeout=max(0.0, deadline - anyio.current_time()),
+                        **_run_options(req),
                     ),
                 )
                 try:
@@ -301,24 +295,18 @@ class Service:
         session_id = self._session_id(request)
         body = await read_body(request, self.settings.max_body_bytes)
         req = decode_request(body, AnswerRequest)
-        try:
-            with anyio.fail_after(self.settings.request_timeout):
-                engine = await self.pool.get(self.settings.default_template)
-                if not await engine.record_answer(session_id, req.answer):
-                    raise HTTPProblem(404, f"session {session_id!r} has no turn to answer")
-                out = await self._session_out(session_id)
-        except TimeoutError:
-            raise self._deadline_problem() from None
+        with self._deadline():
+            engine = await self.pool.get(self.settings.default_template)
+            if not await engine.record_answer(session_id, req.answer):
+                raise HTTPProblem(404, f"session {session_id!r} has no turn to answer")
+            out = await self._session_out(session_id)
         return json_response(out)
 
     async def session(self, request: Request) -> Response:
         """``GET /v1/sessions/{session_id}``: the session's turns, oldest first."""
         session_id = self._session_id(request)
-        try:
-            with anyio.fail_after(self.settings.request_timeout):
-                out = await self._session_out(session_id)
-        except TimeoutError:
-            raise self._deadline_problem() from None
+        with self._deadline():
+            out = await self._session_out(session_id)
         return json_response(out)
 
     async def readyz(self, request: Request) -> Response:

@@ -1,0 +1,41 @@
+"""The stage: one step of the run, applied to a job against the engine state.
+
+Its own module so that both groups of stages (:mod:`._stages` and
+:mod:`._state_stages`) can subclass it without importing each other.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from zerda_async.pipeline._job import Job
+from zerda_async.pipeline._state import EngineState
+
+__all__ = ["Stage"]
+
+
+class Stage(ABC):
+    """One step of the pipeline; subclasses implement :meth:`apply`."""
+
+    name: str = "stage"
+    speculative: bool = False
+
+    @property
+    def error_name(self) -> str:
+        """The stage named on an exception this stage raises (see ``errors.failed_stage``)."""
+        return self.name
+
+    @abstractmethod
+    def apply(self, job: Job, state: EngineState) -> None:
+        """Advance ``job`` by this step."""
+
+    def awaits(self, state: EngineState) -> bool:
+        """True when this stage must be applied with :meth:`apply_async` for ``state``."""
+        return False
+
+    async def apply_async(self, job: Job, state: EngineState) -> None:
+        """Advance ``job`` by this step, awaiting I/O (only called when :meth:`awaits`)."""
+        self.apply(job, state)
+
+    def __repr__(self) -> str:
+        return f"<stage {self.name}>"
