@@ -6,10 +6,12 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
 from zerda_async.apps._demo import load_demo_corpus
+from zerda_async.stores import VERSION_POLL_SECONDS
 
 from .replicas import index_files, replicas
 from .servers import PostgresServer, RedisServer
@@ -97,6 +99,8 @@ async def test_an_index_update_by_the_cli_is_seen_by_both(
         extra = tmp_path / "biology.txt"
         extra.write_text("Zebrafish regenerate heart muscle after injury within weeks.\n")
         index_files(postgres.url, extra)
+        # Replicas poll the corpus version (every 0.5 s): an update is seen within a second.
+        await anyio.sleep(2 * VERSION_POLL_SECONDS)
         after = [await _context(client, url, **query) for url in two]
     assert all("Zebrafish" not in str(r["context"]) for r in before)
     assert all("Zebrafish" in str(r["context"]) for r in after)
