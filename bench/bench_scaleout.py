@@ -40,6 +40,7 @@ import math
 import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -147,7 +148,9 @@ async def _load_store(
         await store.add(chunks, vectors)  # one transaction: COPY of chunks and postings
         fig.build["PostgreSQL COPY load (tokenise + COPY)"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        await store.create_hnsw_index(m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION)
+        await store.create_hnsw_index(
+            m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION, maintenance_work_mem="1GB"
+        )
         fig.build[f"HNSW build (m={HNSW_M}, ef_construction={HNSW_EF_CONSTRUCTION})"] = (
             time.perf_counter() - t0
         )
@@ -426,6 +429,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None)
     parser.add_argument("--no-throughput", action="store_true")
     args = parser.parse_args()
+    # A terminated bench still stops its servers (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     n = args.chunks or (10_000 if args.quick else 100_000)
     args.seconds = args.seconds or (4.0 if args.quick else 20.0)
     queries = make_queries(args.queries or (40 if args.quick else 120))

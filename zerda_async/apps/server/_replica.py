@@ -91,6 +91,7 @@ async def read_profile(index: Any) -> StoreProfile | None:
     name = HashingEmbedder.name if params else KEYWORD_ONLY
     return StoreProfile("documented", documented, name, dict(params or {}))
 
+
 _PG_SCHEMES = ("postgresql://", "postgres://")
 
 
