@@ -10,9 +10,8 @@ import httpx
 import psycopg
 import pytest
 
-from .replicas import ZERDA, replicas
+from .replicas import ZERDA, replicas, write_corpus
 from .servers import PostgresServer
-from .test_replicas import _write_corpus
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +32,7 @@ def _zerda(*argv: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return _write_corpus(tmp_path_factory.mktemp("profile-corpus"))
+    return write_corpus(tmp_path_factory.mktemp("profile-corpus"))
 
 
 def _database(postgres: PostgresServer, name: str) -> str:

@@ -13,9 +13,8 @@ import psutil
 import psycopg
 import pytest
 
-from .replicas import ZERDA, _wait_up, index_files
+from .replicas import ZERDA, _wait_up, index_files, write_corpus
 from .servers import PostgresServer, RedisServer, free_port
-from .test_replicas import _write_corpus
 from .test_store_profiles import _database
 
 
@@ -24,7 +23,7 @@ def workers(
     postgres: PostgresServer, redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, psutil.Process]]:
     url = _database(postgres, "workers")
-    index_files(url, *_write_corpus(tmp_path_factory.mktemp("workers-corpus")))
+    index_files(url, *write_corpus(tmp_path_factory.mktemp("workers-corpus")))
     port = free_port()
     argv = [str(ZERDA), "serve", "--store", url, "--state", redis_server.url]
     argv += ["--workers", "2", "--port", str(port)]
@@ -93,7 +92,7 @@ def test_a_killed_zerda_index_leaves_the_old_or_the_new_corpus(
     postgres: PostgresServer, tmp_path: Path
 ) -> None:
     url = _database(postgres, "killed_index")
-    index_files(url, *_write_corpus(tmp_path))
+    index_files(url, *write_corpus(tmp_path))
     old = _state(url)
     big = tmp_path / "big"
     big.mkdir()
