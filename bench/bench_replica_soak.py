@@ -6,7 +6,8 @@ two ``zerda serve`` processes over them.  Each turn picks a session of
 ``--sessions`` and a replica at random (seeded), posts the turn, and with
 probability 1/2 records an answer through a random replica.  At the end
 every session is read back from a random replica and compared turn by turn
-with what was sent: a turn missing is *lost*, a turn with another query or
+with what was sent (its last 100 turns: the session store's bound, which 20
+sessions of ~50 turns stay under): a turn missing is *lost*, a turn with another query or
 answer, or in another session, is *misattributed*.  Exits 1 if any is.
 
 Run ``.venv/bin/python bench/bench_replica_soak.py`` (``--quick``: 200 turns).
@@ -33,6 +34,9 @@ from _common import command_line, describe_load, describe_machine, format_table,
 from stores.replicas import index_files, replicas, write_corpus
 from stores.servers import PostgresServer, RedisServer
 
+MAX_TURNS = 100
+"""``RedisSessionStore``'s default ``max_turns`` (what ``zerda serve --state redis://`` keeps)."""
+
 
 async def _soak(urls: list[str], turns: int, sessions: int, seed: int) -> dict[str, int]:
     rng = random.Random(seed)
@@ -53,7 +57,9 @@ async def _soak(urls: list[str], turns: int, sessions: int, seed: int) -> dict[s
                 expected[session][-1]["answer"] = answer
                 answers += 1
         lost = misattributed = 0
-        for session, sent in expected.items():
+        for session, every in expected.items():
+            # A session keeps its last MAX_TURNS turns by design (older ones are trimmed).
+            sent = every[-MAX_TURNS:]
             got = (await client.get(f"{rng.choice(urls)}/v1/sessions/{session}")).json()["turns"]
             lost += max(0, len(sent) - len(got))
             misattributed += sum(a != b for a, b in zip(sent, got, strict=False))
@@ -65,7 +71,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="200 turns")
     parser.add_argument("--turns", type=int, default=None)
-    parser.add_argument("--sessions", type=int, default=10)
+    parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
     turns = args.turns or (200 if args.quick else 1000)
