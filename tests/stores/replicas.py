@@ -11,11 +11,26 @@ from pathlib import Path
 
 import httpx
 
+from zerda_async.apps._demo import load_demo_corpus
+
 from .servers import free_port
 
-__all__ = ["ZERDA", "index_files", "replicas"]
+__all__ = ["ZERDA", "index_files", "replicas", "write_corpus"]
 
 ZERDA = Path(sys.executable).parent / "zerda"
+
+
+def write_corpus(root: Path) -> list[Path]:
+    """The demo corpus as one text file per topic (what users index)."""
+    by_topic: dict[str, list[str]] = {}
+    for chunk in load_demo_corpus():
+        by_topic.setdefault(str(chunk.metadata["topic"]), []).append(chunk.text)
+    paths = []
+    for topic, texts in sorted(by_topic.items()):
+        path = root / f"{topic}.txt"
+        path.write_text("\n\n".join(texts) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
 
 
 def index_files(store: str, *paths: Path) -> str:

@@ -195,7 +195,7 @@ async def test_hnsw_recall_against_exact(postgres: PostgresServer, prefix: str) 
     hnsw = await PostgresIndexStore.open(postgres.url, prefix=prefix, search="hnsw", ef_search=80)
     try:
         await exact.add(docs, vectors)
-        await hnsw.create_hnsw_index()
+        await hnsw.create_hnsw_index(maintenance_work_mem="256MB")
         found = total = 0
         for query in np.random.default_rng(4).normal(size=(20, 16)):
             truth = {h.position for h in await exact.vector_search(query, 10)}

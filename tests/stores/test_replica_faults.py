@@ -9,9 +9,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from .replicas import index_files, replicas
+from .replicas import index_files, replicas, write_corpus
 from .servers import PostgresServer, RedisServer
-from .test_replicas import _write_corpus
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +24,7 @@ def own_servers(
     try:
         postgres.start()
         redis.start()
-        index_files(postgres.url, *_write_corpus(tmp_path_factory.mktemp("fault-corpus")))
+        index_files(postgres.url, *write_corpus(tmp_path_factory.mktemp("fault-corpus")))
         yield postgres, redis
     finally:
         redis.stop()

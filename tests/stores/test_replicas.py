@@ -6,33 +6,21 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
-from zerda_async.apps._demo import load_demo_corpus
+from zerda_async.stores import VERSION_POLL_SECONDS
 
-from .replicas import index_files, replicas
+from .replicas import index_files, replicas, write_corpus
 from .servers import PostgresServer, RedisServer
 
 pytestmark = pytest.mark.anyio
 
 
-def _write_corpus(root: Path) -> list[Path]:
-    """The demo corpus as one text file per topic (what users index)."""
-    by_topic: dict[str, list[str]] = {}
-    for chunk in load_demo_corpus():
-        by_topic.setdefault(str(chunk.metadata["topic"]), []).append(chunk.text)
-    paths = []
-    for topic, texts in sorted(by_topic.items()):
-        path = root / f"{topic}.txt"
-        path.write_text("\n\n".join(texts) + "\n", encoding="utf-8")
-        paths.append(path)
-    return paths
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return _write_corpus(tmp_path_factory.mktemp("corpus"))
+    return write_corpus(tmp_path_factory.mktemp("corpus"))
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +85,8 @@ async def test_an_index_update_by_the_cli_is_seen_by_both(
         extra = tmp_path / "biology.txt"
         extra.write_text("Zebrafish regenerate heart muscle after injury within weeks.\n")
         index_files(postgres.url, extra)
+        # Replicas poll the corpus version (every 0.5 s): an update is seen within a second.
+        await anyio.sleep(2 * VERSION_POLL_SECONDS)
         after = [await _context(client, url, **query) for url in two]
     assert all("Zebrafish" not in str(r["context"]) for r in before)
     assert all("Zebrafish" in str(r["context"]) for r in after)

@@ -60,7 +60,6 @@ from zerda_async.apps._saved_index import (
 from zerda_async.apps._wire import result_out
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.templates import TEMPLATE_NAMES
-from zerda_async.embedders import HashingEmbedder
 from zerda_async.engine._engine import AsyncContextEngine
 from zerda_async.errors import UsageError, ZerdaError, report_for
 
@@ -515,30 +514,49 @@ def _read_report(args: argparse.Namespace, chunk_size: int) -> Any:
 
 
 def _index_into_store(args: argparse.Namespace) -> int:
-    """``zerda index PATH... --store postgresql://...``: one transaction, seen by every replica."""
-    from zerda_async.apps.server._replica import EMBEDDER_SETTING, is_postgres_url
+    """``zerda index PATH... --store postgresql://...``: one transaction, seen by every replica.
+
+    The store follows ``--profile`` / ``--embedder`` like ``--out`` does and
+    records them (:class:`~zerda_async.apps.server._replica.StoreProfile`);
+    writing into a store built with other ones is a one-line error.
+    """
+    from zerda_async.apps.server._replica import (
+        PROFILE_SETTING,
+        StoreProfile,
+        is_postgres_url,
+        read_profile,
+    )
     from zerda_async.stores import PostgresIndexStore
+    from zerda_async.stores._pg_common import redact
 
     if not is_postgres_url(args.store):
         raise UsageError(f"--store {args.store!r}: give a postgresql://... URL (or use --out)")
-    report = _read_report(args, args.chunk_size or CHUNK_SIZES["documented"])
-    # The store path keeps the documented profile and the hashing embedder for now.
-    embedder = HashingEmbedder(dim=args.dim)
+    report = _read_report(args, args.chunk_size or CHUNK_SIZES[args.profile])
+    config = profile_config(args.profile)
+    choice = choose_embedder(args.profile, args.embedder, args.dim)
+    params = {} if choice.embedder is None else choice.embedder.params()
+    mine = StoreProfile(args.profile, config.retriever.text_analyzer, choice.name, params)
     started = time.perf_counter()
 
     async def run() -> int:
-        store = await PostgresIndexStore.open(args.store)
+        recorded = None
+        store = await PostgresIndexStore.open(args.store, analyzer=mine.text_analyzer)
         try:
-            recorded = await store.setting(EMBEDDER_SETTING)
-            if recorded is not None and recorded != embedder.params():
+            recorded = await read_profile(store)
+            if recorded is not None and recorded != mine:
                 raise UsageError(
-                    f"the index store's vectors were built with {recorded}; "
-                    f"index with the same --dim (got {embedder.params()})"
+                    f"the index store {redact(args.store)} was built with the "
+                    f"{recorded.describe()}; index into it with the same --profile, --embedder "
+                    f"and --dim (got the {mine.describe()})"
                 )
-            await store.set_setting(EMBEDDER_SETTING, embedder.params())
+            await store.set_setting(PROFILE_SETTING, mine.record())
             # Files indexed again replace their chunks (doc ids come from the file names).
             gone = await _stale_doc_ids(store, report)
-            vectors = embedder.embed_batch([c.text for c in report.chunks])
+            vectors = None
+            if choice.embedder is not None:
+                texts = [c.text for c in report.chunks]
+                batch = getattr(choice.embedder, "embed_batch", None)
+                vectors = batch(texts) if batch else [choice.embedder(t) for t in texts]
             version: int = await store.replace(report.chunks, vectors, also_remove=gone)
             return version
         finally:
@@ -550,6 +568,7 @@ def _index_into_store(args: argparse.Namespace) -> int:
         f"indexed {len(report.chunks)} chunks from {len(report.files)} file(s) into the index "
         f"store (corpus version {version}) in {elapsed:.2f} s ({len(report.skipped)} skipped)"
     )
+    print(mine.describe())
     return 0
 
 
@@ -653,7 +672,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     api_key = _read_api_key(args.api_key_file) if args.api_key_file else None
     default_template = None
-    if not is_postgres_url(store):
+    if is_postgres_url(store):
+        default_template = _check_store_profile(args, store)
+    else:
         _check_profile(args, store)
         anyio.run(check_index)
         _err(f"{PROG}: index {store}: {describe_embedder(read_manifest(store))}")
@@ -671,6 +692,36 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         store, args.state, host=args.host, port=args.port, workers=args.workers, settings=settings
     )
     return 0
+
+
+def _check_store_profile(args: argparse.Namespace, url: str) -> str | None:
+    """The recorded profile's template, once ``--profile``/``--embedder`` are checked against it.
+
+    A store that does not answer now is not an error: the service starts and
+    reports it on ``/readyz`` until it is back.
+    """
+    from zerda_async.apps.server._replica import read_profile
+    from zerda_async.errors import StoreUnavailableError
+    from zerda_async.stores import PostgresIndexStore
+    from zerda_async.stores._pg_common import redact
+
+    async def read() -> Any:
+        store = await PostgresIndexStore.open(url, connect_timeout=2.0, operation_timeout=5.0)
+        try:
+            return await read_profile(store)
+        finally:
+            await store.aclose()
+
+    try:
+        recorded = anyio.run(read)
+    except (StoreUnavailableError, OSError):
+        return None
+    if recorded is None:
+        return None
+    check_requested(redact(url), recorded.profile, recorded.embedder, args.profile, args.embedder)
+    _err(f"{PROG}: index store {redact(url)}: {recorded.describe()}")
+    template: str = recorded.config().composer.template
+    return template
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

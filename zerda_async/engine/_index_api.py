@@ -110,6 +110,7 @@ class IndexMethods(EngineParts):
         if store is not None:
             before = await store.count()
             await store.remove([str(d) for d in doc_ids])
+            self._state.stores.clock.forget()  # this replica sees its own write at once
             return before - await store.count()
         return await self._indexes.remove(doc_ids)
 
@@ -125,8 +126,10 @@ class IndexMethods(EngineParts):
         before = await store.count()
         if replace:
             await store.replace(items, vectors)
+            self._state.stores.clock.forget()  # this replica sees its own write at once
             return len(items) - (await store.count() - before)
         await store.add(items, vectors)
+        self._state.stores.clock.forget()
         return len(items)
 
     async def save(self, path: str | os.PathLike[str]) -> None:

@@ -8,9 +8,10 @@ in submission order like every shared-state stage:
 * retrieval searches the index store (vector, keyword and metadata lists)
   and fuses them with the in-memory fusion code, so a store returning the
   in-memory index's hits gives the in-memory contexts;
-* the cache is keyed by the index store's corpus version, read at the
-  request's turn; of several replicas missing one key, the one holding the
-  store's lock computes and the others wait for its entry (single flight);
+* the cache is keyed by the index store's corpus version, polled at most
+  every ``Stores.version_poll`` seconds (read again on a miss); of several
+  replicas missing one key, the one holding the store's lock computes and
+  the others wait for its entry (single flight);
 * a session's history is read at the request's turn and the turn appended
   atomically by the session store (linearizable per session);
 * adaptive statistics are sent to the learning store and read back at most
@@ -150,10 +151,11 @@ async def _guarded(state: EngineState, store: Any, operation: Any) -> Any:
 # -- cache ------------------------------------------------------------------------------
 
 
-async def corpus_version(state: EngineState) -> int:
-    """The version cache keys carry: the index store's, read now, else the engine's."""
+async def corpus_version(state: EngineState, *, fresh: bool = False) -> int:
+    """The version cache keys carry: the index store's (at most ``Stores.version_poll``
+    old, or read now when ``fresh``), else the engine's."""
     if state.stores.index is not None:
-        return await state.stores.index.version()
+        return await state.stores.corpus_version(fresh=fresh)
     return state.cache_corpus_version or 0
 
 
@@ -175,11 +177,20 @@ async def cached_composition(job: Job, state: EngineState) -> Composition | None
     base = f"{state.config.composer.template}|{base}"
     try:
         deadline = time.monotonic() + LOCK_SECONDS
+        checked = False
         while True:
-            found = await _guarded(state, cache, lambda: cache.get(base, version))
+            found = await _guarded(state, cache, lambda v=version: cache.get(base, v))
             if found is not None:
                 return msgspec.json.decode(found, type=Composition)
-            if await _guarded(state, cache, lambda: cache.acquire(base, version, LOCK_SECONDS)):
+            if not checked and state.stores.index is not None:
+                # A miss is computed from the store as it is now: key it by the version
+                # read now, not the polled one (one read more, on misses only).
+                checked, latest = True, await corpus_version(state, fresh=True)
+                if latest != version:
+                    version = latest
+                    continue
+            acquire = lambda v=version: cache.acquire(base, v, LOCK_SECONDS)  # noqa: E731
+            if await _guarded(state, cache, acquire):
                 job.cache_key, job.cache_version, job.cache_locked = base, version, True
                 return None
             if time.monotonic() >= deadline:

@@ -42,6 +42,7 @@ from zerda_async.stores._protocols import (
     StoredTurn,
 )
 from zerda_async.stores._set import Stores
+from zerda_async.stores._version import VERSION_POLL_SECONDS, VersionClock
 
 _LAZY = {
     "PostgresIndexStore": "zerda_async.stores._postgres_index",
@@ -55,6 +56,7 @@ _LAZY = {
 
 __all__ = [
     "LEARNING_WINDOW",
+    "VERSION_POLL_SECONDS",
     "CacheStore",
     "Condition",
     "Filters",
@@ -77,6 +79,7 @@ __all__ = [
     "StoredChunk",
     "StoredTurn",
     "Stores",
+    "VersionClock",
     "apply_window",
     "matches",
     "parse_filters",

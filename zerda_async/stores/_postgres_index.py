@@ -204,13 +204,24 @@ class PostgresIndexStore:
                 return await self._bump(conn, 0, n_live, total, None, None)
             return await self._bump(conn, 1, n_live - gone, total - gone_length, None, None)
 
-    async def create_hnsw_index(self, m: int = 16, ef_construction: int = 64) -> None:
-        """Build the HNSW index over the vectors (their dimension must be known)."""
+    async def create_hnsw_index(
+        self, m: int = 16, ef_construction: int = 64, *, maintenance_work_mem: str | None = None
+    ) -> None:
+        """Build the HNSW index over the vectors (their dimension must be known).
+
+        ``maintenance_work_mem`` (e.g. ``"1GB"``) is set for this build only: a
+        graph larger than the server's setting is built far more slowly.
+        """
         _, _, _, dim = await self._corpus()
         if not dim:
             raise ValueError("the index store holds no vectors yet; add chunks first")
         p = self.prefix
-        async with self._pg.connection() as conn:
+        # One transaction, so the memory setting ends with the build.
+        async with self._pg.connection() as conn, conn.transaction():
+            if maintenance_work_mem is not None:
+                await conn.execute(
+                    "SELECT set_config('maintenance_work_mem', %s, true)", (maintenance_work_mem,)
+                )
             await conn.execute(f"DROP INDEX IF EXISTS {p}chunks_hnsw")
             await conn.execute(
                 f"CREATE INDEX {p}chunks_hnsw ON {p}chunks USING hnsw"

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._protocols import CacheStore, IndexStore, LearningStore, SessionStore
+from ._version import VERSION_POLL_SECONDS, VersionClock
 
 __all__ = ["Stores"]
 
@@ -27,7 +28,11 @@ class Stores:
       ``session_id=None`` stays in the process);
     * ``cache``: composed contexts are shared through this store, keyed by
       the corpus version, with single flight across replicas;
-    * ``learning``: the adaptive budget statistics are aggregated here.
+    * ``learning``: the adaptive budget statistics are aggregated here;
+    * ``version_poll``: how old (seconds) the index store's corpus version a
+      request uses may be; it is read at most that often, not once per
+      request, so updates made elsewhere are seen within a second (``0``:
+      read on every request).  Engines sharing this record share the reads.
     """
 
     index: IndexStore | None = None
@@ -35,6 +40,18 @@ class Stores:
     cache: CacheStore | None = None
     learning: LearningStore | None = None
     embedder: Any = None
+    version_poll: float = VERSION_POLL_SECONDS
+    clock: VersionClock = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "clock", VersionClock(self.version_poll))
+
+    async def corpus_version(self, *, fresh: bool = False) -> int:
+        """The index store's corpus version, at most ``version_poll`` old (``fresh``: read now)."""
+        assert self.index is not None, "no index store"
+        if fresh:
+            return await self.clock.read(self.index)
+        return await self.clock.current(self.index)
 
     def configured(self) -> list[Any]:
         """The stores given (each once: one object may serve several roles)."""

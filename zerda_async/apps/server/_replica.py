@@ -14,23 +14,83 @@ tries again (so the service recovers by itself).
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from zerda_async.apps._profiles import KEYWORD_ONLY, profile_config
 from zerda_async.apps._saved_index import open_index
 from zerda_async.core.config import ContextEngineConfig
+from zerda_async.embedders import embedder_from_params
 from zerda_async.embedders._hashing import HashingEmbedder
 from zerda_async.engine._engine import AsyncContextEngine
 from zerda_async.errors import StoreUnavailableError, UsageError
 from zerda_async.stores import MemorySessionStore, Stores
 
-__all__ = ["EMBEDDER_SETTING", "StoreSet", "is_postgres_url", "probe"]
+__all__ = [
+    "EMBEDDER_SETTING",
+    "PROFILE_SETTING",
+    "StoreProfile",
+    "StoreSet",
+    "is_postgres_url",
+    "probe",
+    "read_profile",
+]
 
 EMBEDDER_SETTING = "embedder"
-"""Index-store setting holding the hashing embedder's parameters (written by ``zerda index``)."""
+"""Index-store setting of stores written before profiles were recorded: the hashing
+embedder's parameters (such a store was built with the documented profile)."""
+
+PROFILE_SETTING = "profile"
+"""Index-store setting recording how ``zerda index --store`` built it (:class:`StoreProfile`)."""
+
+
+@dataclass(frozen=True)
+class StoreProfile:
+    """The profile, text analyser and embedder an index store was built with."""
+
+    profile: str
+    text_analyzer: str
+    embedder: str
+    embedder_params: dict[str, Any] = field(default_factory=dict)
+
+    def config(self) -> ContextEngineConfig:
+        """A fresh configuration of the profile (the one the store's contexts come from)."""
+        return profile_config(self.profile)
+
+    def make_embedder(self) -> Any:
+        """The embedder of the store's vectors (``None``: keyword search only)."""
+        return None if self.embedder == KEYWORD_ONLY else embedder_from_params(self.embedder_params)
+
+    def record(self) -> dict[str, Any]:
+        """The JSON value of :data:`PROFILE_SETTING`."""
+        return asdict(self)
+
+    def describe(self) -> str:
+        """One line for messages, like a saved index's."""
+        dim = self.embedder_params.get("dim")
+        vectors = "keyword search only" if self.embedder == KEYWORD_ONLY else self.embedder
+        extra = f" ({dim} dimensions)" if dim else ""
+        return f"{self.profile} profile, text analyser {self.text_analyzer}, {vectors}{extra}"
+
+
+async def read_profile(index: Any) -> StoreProfile | None:
+    """What the index store records about how it was built (``None``: nothing written yet)."""
+    record = await index.setting(PROFILE_SETTING)
+    if record is not None:
+        return StoreProfile(**record)
+    params = await index.setting(EMBEDDER_SETTING)
+    if params is None and await index.count() == 0:
+        return None
+    # Written before profiles were recorded: the documented profile (and hashing vectors).
+    documented = profile_config("documented").retriever.text_analyzer
+    name = HashingEmbedder.name if params else KEYWORD_ONLY
+    return StoreProfile("documented", documented, name, dict(params or {}))
+
 
 _PG_SCHEMES = ("postgresql://", "postgres://")
 
@@ -64,6 +124,8 @@ class StoreSet:
         # With --state memory the sessions still live in one store per process,
         # so the engines of every template see the same conversations.
         self._memory_sessions = MemorySessionStore()
+        # The recorded profile's configuration, once an index store is opened.
+        self.base_config: ContextEngineConfig | None = None
 
     async def _open(self) -> Stores:
         index: Any = None
@@ -80,8 +142,12 @@ class StoreSet:
                     connect_timeout=self.timeout,
                 )
                 opened.append(index)
-                params = await index.setting(EMBEDDER_SETTING)
-                embedder = HashingEmbedder.from_params(params) if params else None
+                recorded = await read_profile(index)
+                if recorded is not None:
+                    # Searches tokenise queries with the analyser the store was built with.
+                    index.analyzer = recorded.text_analyzer
+                    embedder = recorded.make_embedder()
+                    self.base_config = recorded.config()
             sessions: Any = self._memory_sessions
             cache: Any = None
             learning: Any = None
@@ -157,6 +223,11 @@ class StoreSet:
                 ) as e:
                     yield e
             else:
+                if self.base_config is not None:
+                    # The store's recorded profile, with the request's template on top.
+                    template, metadata = config.composer.template, config.retriever.use_metadata
+                    config = copy.deepcopy(self.base_config)
+                    config.composer.template, config.retriever.use_metadata = template, metadata
                 async with AsyncContextEngine(config, stores=stores, **engine_kwargs) as e:
                     yield e
 
