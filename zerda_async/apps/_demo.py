@@ -20,8 +20,9 @@ from typing import Any, TextIO
 import anyio
 import msgspec
 
+from zerda_async.apps._console import format_timings
 from zerda_async.apps._profiles import DEFAULT_PROFILE, choose_embedder, profile_config
-from zerda_async.apps._runs import STAGE_EVENTS, TimedResult, run_timed
+from zerda_async.apps._runs import run_timed
 from zerda_async.apps._saved_index import IndexManifest, build_index, open_index, save_index
 from zerda_async.engine._engine import AsyncContextEngine
 
@@ -50,11 +51,6 @@ def load_demo_corpus() -> list[DemoChunk]:
     """The bundled corpus: short English and Arabic documents with source, lang and topic."""
     raw = resources.files("zerda_async.apps.data").joinpath("demo_corpus.jsonl").read_bytes()
     return [msgspec.json.decode(line, type=DemoChunk) for line in raw.splitlines() if line]
-
-
-def _timings(timed: TimedResult) -> str:
-    parts = [f"{n} {timed.timings_ms[n]:.2f}" for n in STAGE_EVENTS if n in timed.timings_ms]
-    return " | ".join(parts) + f" | total {timed.total_ms:.2f} ms"
 
 
 def _show(out: TextIO, title: str, context: str, timing: str) -> None:
@@ -103,7 +99,12 @@ async def run_demo(
             load_ms = (time.perf_counter() - started) * 1000
             timed = await run_timed(engine, query)
             stats = timed.result.get_stats()
-            _show(out, f"{query}  [template {template}]", timed.result.context, _timings(timed))
+            _show(
+                out,
+                f"{query}  [template {template}]",
+                timed.result.context,
+                format_timings(timed.timings_ms, timed.total_ms),
+            )
             out.write(
                 f"-- loaded in {load_ms:.1f} ms; intent={stats['query_intent']} "
                 f"budget={stats['context_budget']} retrieved={stats['total_retrieved']} "

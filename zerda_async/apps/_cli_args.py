@@ -1,0 +1,337 @@
+"""The ``zerda`` command line's arguments: the parser, value types and chunk-size bounds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from zerda_async.apps._console import PROG
+from zerda_async.apps._ingest import SUFFIXES
+from zerda_async.apps._profiles import (
+    DEFAULT_PROFILE,
+    EMBEDDER_CHOICES,
+    PROFILES,
+)
+from zerda_async.core.config import ContextEngineConfig
+from zerda_async.core.templates import TEMPLATE_NAMES
+from zerda_async.errors import UsageError
+
+__all__ = [
+    "CHUNK_SIZES",
+    "MAX_CHUNK",
+    "MIN_CHUNK",
+    "build_parser",
+    "check_chunk_size",
+    "where_filters",
+]
+
+
+# The chunk filter's length window (documented defaults): a chunk outside it is
+# dropped at query time, so a chunk size outside it is refused up front.
+_FILTER = ContextEngineConfig().filter_cfg
+
+MIN_CHUNK = _FILTER.min_chunk_length
+
+MAX_CHUNK = _FILTER.max_chunk_length
+
+# Default --chunk-size by profile: a few chunks fit the recommended profile's
+# smallest budget (2,000 characters); 800 is what the documented CLI always used.
+CHUNK_SIZES = {"recommended": 400, "documented": 800}
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on standard error (status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{PROG}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number (1-65535), got {text!r}")
+    return value
+
+
+def _filter(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    if not isinstance(value, str | int | float | bool | None):
+        value = raw
+    return key, value
+
+
+def _where(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE``: a JSON scalar (numbers compare as numbers), plain text, or a JSON
+    object of operators (``year={"$gte": 2020}``)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return key, raw
+    if isinstance(value, str | int | float | bool | None | dict):
+        return key, value
+    return key, raw
+
+
+def where_filters(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any] | None:
+    """The restricting filters of the ``--where`` pairs: a key given twice matches either value."""
+    filters: dict[str, Any] = {}
+    for key, value in pairs:
+        if key not in filters:
+            filters[key] = value
+            continue
+        before = filters[key]
+        if isinstance(value, dict) or (isinstance(before, dict) and "$in" not in before):
+            raise UsageError(f"--where {key}: an operator object cannot be combined with others")
+        values = before["$in"] if isinstance(before, dict) else [before]
+        filters[key] = {"$in": [*values, value]}
+    return filters or None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``zerda`` argument parser."""
+    parser = _Parser(
+        prog=PROG,
+        description="Build budget-bounded, cited LLM contexts from your documents (zerda-async).",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    _add_index(commands)
+    _add_query(commands)
+    _add_serve(commands)
+    _add_demo(commands)
+    return parser
+
+
+def _add_index(commands: Any) -> None:
+    """``zerda index``: what to read, where the index goes, how it is built."""
+    p = commands.add_parser(
+        "index",
+        help="read text files or folders, chunk, embed and save an index",
+        description="Read files (or folders of them), split them into chunks, index them "
+        "with the profile's analyser (and embedder) and save the index into DIR. A file named "
+        "here is read whatever its extension; folders are searched for "
+        f"{', '.join(sorted(SUFFIXES))} files. Unreadable and non-UTF-8 files are reported by "
+        "name and skipped.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to read")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", metavar="DIR", help="directory to save the index in")
+    where.add_argument(
+        "--store",
+        metavar="URL",
+        help="postgresql://... index store to write into (adds the files' chunks, replacing "
+        "the chunks of files indexed before)",
+    )
+    _add_profile_flags(p, building=True)
+    p.add_argument(
+        "--chunk-size",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help=f"maximum characters per chunk, {MIN_CHUNK}-{MAX_CHUNK} (default 400 with the "
+        "recommended profile, 800 with the documented one): the chunk filter drops chunks "
+        "outside its length window",
+    )
+    p.add_argument(
+        "--all-files",
+        action="store_true",
+        help="in folders, read every file (not only the text extensions); non-UTF-8 files "
+        "are reported and skipped",
+    )
+    p.add_argument(
+        "--dim",
+        type=_positive_int,
+        default=256,
+        metavar="N",
+        help="hashing embedder dimensions (default 256)",
+    )
+
+
+def _add_query(commands: Any) -> None:
+    """``zerda query``: the question and the run options."""
+    p = commands.add_parser("query", help="build a context from a saved index")
+    p.add_argument("index_dir", metavar="DIR", help="a directory written by 'zerda index'")
+    p.add_argument("question", help="the query")
+    p.add_argument(
+        "--template",
+        choices=sorted(TEMPLATE_NAMES),
+        default=None,
+        help="context template; auto picks Arabic or English by the query's language "
+        "(default: the index's profile: auto for recommended, arabic for documented)",
+    )
+    p.add_argument("--budget", type=_positive_int, metavar="N", help="context budget in characters")
+    p.add_argument("--max-chunks", type=_positive_int, metavar="N", help="chunks to keep at most")
+    p.add_argument(
+        "--filter",
+        type=_filter,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="metadata filter that boosts matching chunks (repeatable; VALUE is a JSON "
+        "scalar or plain text)",
+    )
+    p.add_argument(
+        "--where",
+        type=_where,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="restrict retrieval to chunks whose metadata KEY equals VALUE (repeatable: "
+        "every key must match, a repeated key matches either value; numbers compare as "
+        "numbers; VALUE may be an operator object such as '{\"$gte\": 2}')",
+    )
+    p.add_argument("--timeout", type=_positive_float, metavar="S", help="give up after S seconds")
+    p.add_argument(
+        "--json", action="store_true", help="print only the full result as JSON on stdout"
+    )
+    _add_profile_flags(p, building=False)
+
+
+def _add_serve(commands: Any) -> None:
+    """``zerda serve``: the index and state stores, the address, the service's limits."""
+    p = commands.add_parser("serve", help="serve a saved index or an index store over HTTP")
+    p.add_argument(
+        "index_dir", nargs="?", metavar="DIR", help="a directory written by 'zerda index'"
+    )
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="the index: a saved index directory or a postgresql://... index store",
+    )
+    p.add_argument(
+        "--state",
+        default="memory",
+        metavar="URL",
+        help="sessions, cache and statistics: memory (default), redis://... or postgresql://...",
+    )
+    p.add_argument(
+        "--workers", type=_positive_int, default=1, metavar="N", help="processes (default 1)"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
+    p.add_argument(
+        "--max-body-bytes",
+        type=_positive_int,
+        default=1 << 20,
+        metavar="N",
+        help="larger request bodies get 413 (default 1 MiB)",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=_positive_float,
+        default=30.0,
+        metavar="S",
+        help="requests taking longer get 504 (default 30)",
+    )
+    p.add_argument(
+        "--max-pending",
+        type=_positive_int,
+        default=256,
+        metavar="N",
+        help="concurrent requests before 503 (default 256)",
+    )
+    p.add_argument(
+        "--api-key-file",
+        metavar="F",
+        help="require 'Authorization: Bearer <key>' on every endpoint but /healthz; "
+        "the key is the first line of F",
+    )
+    p.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages from ORIGIN call the service (repeatable; none by default)",
+    )
+    _add_profile_flags(p, building=False)
+
+
+def _add_demo(commands: Any) -> None:
+    """``zerda demo``: the profile to run it with."""
+    p = commands.add_parser(
+        "demo", help="index the bundled bilingual corpus and run example queries"
+    )
+    p.add_argument(
+        "--profile", choices=PROFILES, default=DEFAULT_PROFILE, help="default: recommended"
+    )
+
+
+def _add_profile_flags(p: argparse.ArgumentParser, building: bool) -> None:
+    """``--profile`` and ``--embedder``: chosen when building, checked against the index after."""
+    if building:
+        p.add_argument(
+            "--profile",
+            choices=PROFILES,
+            default=DEFAULT_PROFILE,
+            help="recommended (default: ContextEngineConfig.recommended()) or documented "
+            "(the documented package's behaviour)",
+        )
+        p.add_argument(
+            "--embedder",
+            choices=EMBEDDER_CHOICES,
+            default="auto",
+            help="auto (default): keyword only with the recommended profile, the lexical "
+            "hashing embedder with the documented one",
+        )
+        return
+    p.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default=None,
+        help="the profile the index was built with (default: as recorded; another is an error)",
+    )
+    p.add_argument(
+        "--embedder",
+        choices=EMBEDDER_CHOICES,
+        default=None,
+        help="the embedder the index was built with (default: as recorded; another is an error)",
+    )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("zerda-async")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def check_chunk_size(size: int) -> None:
+    if not MIN_CHUNK <= size <= MAX_CHUNK:
+        raise UsageError(
+            f"--chunk-size {size} is outside the chunk filter's window ({MIN_CHUNK}-{MAX_CHUNK} "
+            "characters): its chunks would be dropped from every context"
+        )

@@ -1,0 +1,191 @@
+"""``zerda index``: read, chunk and index files into a saved directory or an index store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from zerda_async.apps._cli_args import (
+    CHUNK_SIZES,
+    MIN_CHUNK,
+    check_chunk_size,
+)
+from zerda_async.apps._console import PROG, ProgressBar, err
+from zerda_async.apps._ingest import SUFFIXES, read_paths
+from zerda_async.apps._profiles import (
+    check_requested,
+    choose_embedder,
+    profile_config,
+)
+from zerda_async.apps._saved_index import (
+    MANIFEST_NAME,
+    PYTHON_SAVED,
+    IndexManifest,
+    build_index,
+    describe_embedder,
+    read_manifest,
+    save_index,
+)
+from zerda_async.core.config import ContextEngineConfig
+from zerda_async.engine._engine import AsyncContextEngine
+from zerda_async.errors import UsageError
+
+__all__ = ["check_profile", "cmd_index"]
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    if args.store is not None:
+        return _index_into_store(args)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST_NAME).is_file():
+        raise UsageError(f"--out {out} is a non-empty directory that holds no zerda index")
+    chunk_size = args.chunk_size or CHUNK_SIZES[args.profile]
+    report = _read_report(args, chunk_size)
+    config = profile_config(args.profile)
+    choice = choose_embedder(args.profile, args.embedder, args.dim)
+    manifest = _index_manifest(args.profile, config, choice.name, choice.embedder)
+    manifest.chunks, manifest.files = len(report.chunks), report.files
+    progress = ProgressBar(sys.stderr)
+    started = time.perf_counter()
+
+    async def run() -> None:
+        async with AsyncContextEngine(config) as engine:
+            await build_index(engine, report.chunks, choice.embedder, progress)
+            await save_index(engine, out, manifest)
+
+    try:
+        anyio.run(run)
+    finally:
+        progress.close()
+    elapsed = time.perf_counter() - started
+    print(
+        f"indexed {len(report.chunks)} chunks from {len(report.files)} file(s) into {out} "
+        f"in {elapsed:.2f} s ({len(report.skipped)} skipped)"
+    )
+    print(f"{describe_embedder(manifest)}; chunks of at most {chunk_size} characters")
+    return 0
+
+
+def _index_manifest(
+    profile: str, config: ContextEngineConfig, name: str, embedder: Any
+) -> IndexManifest:
+    """The manifest recording how an index is built (chunks and files are set after reading)."""
+    return IndexManifest(
+        profile=profile,
+        text_analyzer=config.retriever.text_analyzer,
+        embedder=name,
+        embedder_params={} if embedder is None else embedder.params(),
+    )
+
+
+def check_profile(args: argparse.Namespace, index_dir: str) -> IndexManifest:
+    """The index's manifest, once ``--profile``/``--embedder`` are checked against it."""
+    manifest = read_manifest(index_dir)  # a clear error before anything starts
+    if manifest.profile != PYTHON_SAVED:
+        check_requested(index_dir, manifest.profile, manifest.embedder, args.profile, args.embedder)
+    elif args.profile is not None or args.embedder not in (None, "auto"):
+        raise UsageError(
+            f"{index_dir} was saved from Python: it opens with its saved configuration "
+            "and no embedder, so --profile and --embedder do not apply"
+        )
+    return manifest
+
+
+def _read_report(args: argparse.Namespace, chunk_size: int) -> Any:
+    """Read and chunk the paths, reporting what was skipped, ignored or too short."""
+    check_chunk_size(chunk_size)
+    try:
+        report = read_paths(
+            args.paths, max_chars=chunk_size, all_files=args.all_files, min_chars=MIN_CHUNK
+        )
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    for skipped in report.skipped:
+        err(f"{PROG}: skipped {skipped.path}: {skipped.reason}")
+    if report.ignored:
+        kinds = ", ".join(sorted(SUFFIXES))
+        err(
+            f"{PROG}: ignored {report.ignored} file(s) in folders that are not {kinds} "
+            "(name them, or pass --all-files)"
+        )
+    if report.short:
+        err(
+            f"{PROG}: note: {report.short} chunk(s) shorter than {MIN_CHUNK} characters are "
+            "indexed but the chunk filter drops them from contexts"
+        )
+    if not report.chunks:
+        raise RuntimeError("no text to index in the given paths")
+    return report
+
+
+def _index_into_store(args: argparse.Namespace) -> int:
+    """``zerda index PATH... --store postgresql://...``: one transaction, seen by every replica.
+
+    The store follows ``--profile`` / ``--embedder`` like ``--out`` does and
+    records them (:class:`~zerda_async.apps.server._replica.StoreProfile`);
+    writing into a store built with other ones is a one-line error.
+    """
+    from zerda_async.apps.server._replica import (
+        PROFILE_SETTING,
+        StoreProfile,
+        is_postgres_url,
+        read_profile,
+    )
+    from zerda_async.stores import PostgresIndexStore
+    from zerda_async.stores._pg_common import redact
+
+    if not is_postgres_url(args.store):
+        raise UsageError(f"--store {args.store!r}: give a postgresql://... URL (or use --out)")
+    report = _read_report(args, args.chunk_size or CHUNK_SIZES[args.profile])
+    config = profile_config(args.profile)
+    choice = choose_embedder(args.profile, args.embedder, args.dim)
+    params = {} if choice.embedder is None else choice.embedder.params()
+    mine = StoreProfile(args.profile, config.retriever.text_analyzer, choice.name, params)
+    started = time.perf_counter()
+
+    async def run() -> int:
+        recorded = None
+        store = await PostgresIndexStore.open(args.store, analyzer=mine.text_analyzer)
+        try:
+            recorded = await read_profile(store)
+            if recorded is not None and recorded != mine:
+                raise UsageError(
+                    f"the index store {redact(args.store)} was built with the "
+                    f"{recorded.describe()}; index into it with the same --profile, --embedder "
+                    f"and --dim (got the {mine.describe()})"
+                )
+            await store.set_setting(PROFILE_SETTING, mine.record())
+            # Files indexed again replace their chunks (doc ids come from the file names).
+            gone = await _stale_doc_ids(store, report)
+            vectors = None
+            if choice.embedder is not None:
+                texts = [c.text for c in report.chunks]
+                batch = getattr(choice.embedder, "embed_batch", None)
+                vectors = batch(texts) if batch else [choice.embedder(t) for t in texts]
+            version: int = await store.replace(report.chunks, vectors, also_remove=gone)
+            return version
+        finally:
+            await store.aclose()
+
+    version = anyio.run(run)
+    elapsed = time.perf_counter() - started
+    print(
+        f"indexed {len(report.chunks)} chunks from {len(report.files)} file(s) into the index "
+        f"store (corpus version {version}) in {elapsed:.2f} s ({len(report.skipped)} skipped)"
+    )
+    print(mine.describe())
+    return 0
+
+
+async def _stale_doc_ids(store: Any, report: Any) -> list[str]:
+    """Doc ids of chunks of the given files that the new chunking no longer produces."""
+    fresh = {str(c.doc_id) for c in report.chunks}
+    stems = {str(c.doc_id).rsplit("#", 1)[0] for c in report.chunks}
+    return [d for d in await store.doc_ids() if d.rsplit("#", 1)[0] in stems and d not in fresh]
