@@ -116,9 +116,30 @@ class HybridRetriever(HybridRetrieverStrategy):
         """
         cfg = self.cfg
         k = top_k or cfg.top_k
-        eff_filters = {**cfg.metadata_filters, **(filters or {})}
-        conditions = parse_filters(where)
+        lists = self._method_lists(query, k, filters, query_vector, parse_filters(where))
+        if cfg.fusion == "rrf":
+            fused = fuse_rrf(lists, k, _weights(cfg), cfg.rrf_k)
+            annotate = getattr(self.keyword_retriever, "annotate_coverage", None)
+            if annotate is not None and any(sc.query_coverage < 0 for sc in fused):
+                annotate(query, fused)
+            return fused
+        if cfg.fusion != "documented":
+            raise ConfigError(
+                f"unknown retriever.fusion {cfg.fusion!r}; expected 'documented' or 'rrf'"
+            )
+        return _fuse_documented(lists, k, cfg)
 
+    def _method_lists(
+        self,
+        query: str,
+        k: int,
+        filters: Mapping[str, Any] | None,
+        query_vector: Any,
+        conditions: tuple[Condition, ...],
+    ) -> list[tuple[RetrievalMethod, list[ScoredChunk]]]:
+        """Each enabled method's own candidate list, in the documented order."""
+        cfg = self.cfg
+        eff_filters = {**cfg.metadata_filters, **(filters or {})}
         lists: list[tuple[RetrievalMethod, list[ScoredChunk]]] = []
         if cfg.use_vector and self.vector_retriever is not None:
             vec_kwargs: dict[str, Any] = {}
@@ -132,54 +153,50 @@ class HybridRetriever(HybridRetrieverStrategy):
         if cfg.use_metadata and self.metadata_retriever is not None and eff_filters:
             found = _search(self.metadata_retriever, conditions, eff_filters, k)
             lists.append((RetrievalMethod.METADATA, found))
+        return lists
 
-        if cfg.fusion == "rrf":
-            fused = fuse_rrf(lists, k, _weights(cfg), cfg.rrf_k)
-            annotate = getattr(self.keyword_retriever, "annotate_coverage", None)
-            if annotate is not None and any(sc.query_coverage < 0 for sc in fused):
-                annotate(query, fused)
-            return fused
-        if cfg.fusion != "documented":
-            raise ConfigError(
-                f"unknown retriever.fusion {cfg.fusion!r}; expected 'documented' or 'rrf'"
-            )
-        merged: dict[str, _Merged] = {}
-        for method, results in lists:
-            seen_here: set[str] = set()
-            for rank1, sc in enumerate(results, start=1):
-                key = sc.content_hash
-                if key in seen_here:
-                    continue
-                seen_here.add(key)
-                bonus = 1 / (RRF_K + rank1)
-                state = merged.get(key)
-                if state is None:
-                    merged[key] = _Merged(sc, method, bonus)
-                    continue
-                _copy_score(state.entry, sc, method)
-                state.methods.append(method)
-                state.rrf += bonus
 
-        scored: list[tuple[float, ScoredChunk]] = []
-        for state in merged.values():
-            entry = state.entry
-            composite = (
-                cfg.vector_weight * entry.vector_score
-                + cfg.keyword_weight * entry.keyword_score
-                + cfg.metadata_weight * entry.metadata_score
-            )
-            if len(state.methods) > 1:
-                composite = composite + state.rrf
-                entry.retrieval_method = RetrievalMethod.HYBRID
-            scored.append((composite, entry))
+def _fuse_documented(
+    lists: list[tuple[RetrievalMethod, list[ScoredChunk]]], k: int, cfg: RetrieverConfig
+) -> list[ScoredChunk]:
+    """The documented fusion: weighted scores, plus 1/(60+rank) for chunks several methods found."""
+    merged: dict[str, _Merged] = {}
+    for method, results in lists:
+        seen_here: set[str] = set()
+        for rank1, sc in enumerate(results, start=1):
+            key = sc.content_hash
+            if key in seen_here:
+                continue
+            seen_here.add(key)
+            bonus = 1 / (RRF_K + rank1)
+            state = merged.get(key)
+            if state is None:
+                merged[key] = _Merged(sc, method, bonus)
+                continue
+            _copy_score(state.entry, sc, method)
+            state.methods.append(method)
+            state.rrf += bonus
 
-        scored.sort(key=lambda pair: pair[0], reverse=True)
-        result: list[ScoredChunk] = []
-        for rank, (composite, entry) in enumerate(scored[:k]):
-            entry.retrieval_rank = rank
-            entry.composite_score = composite
-            result.append(entry)
-        return result
+    scored: list[tuple[float, ScoredChunk]] = []
+    for state in merged.values():
+        entry = state.entry
+        composite = (
+            cfg.vector_weight * entry.vector_score
+            + cfg.keyword_weight * entry.keyword_score
+            + cfg.metadata_weight * entry.metadata_score
+        )
+        if len(state.methods) > 1:
+            composite = composite + state.rrf
+            entry.retrieval_method = RetrievalMethod.HYBRID
+        scored.append((composite, entry))
+
+    scored.sort(key=lambda pair: pair[0], reverse=True)
+    result: list[ScoredChunk] = []
+    for rank, (composite, entry) in enumerate(scored[:k]):
+        entry.retrieval_rank = rank
+        entry.composite_score = composite
+        result.append(entry)
+    return result
 
 
 def _search(
