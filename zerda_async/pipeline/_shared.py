@@ -82,51 +82,20 @@ async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
     if cfg.use_vector and job.query_vector is not None:
         hits = await store.vector_search(job.query_vector, k, where)
         kept = [h for h in hits if not h.score < cfg.min_vector_score]
-        vector = [
-            ScoredChunk(
-                chunk=h.chunk,
-                vector_score=h.score,
-                retrieval_method=RetrievalMethod.VECTOR,
-                retrieval_rank=rank,
-            )
-            for rank, h in enumerate(kept)
-        ]
+        vector = _scored(kept, RetrievalMethod.VECTOR, [h.score for h in kept])
     keyword: list[ScoredChunk] = []
     if cfg.use_keyword:
         hits = await store.keyword_search(query, k, where)
         if hits:
-            best = hits[0].score
-            keyword = [
-                ScoredChunk(
-                    chunk=h.chunk,
-                    keyword_score=h.score / best,
-                    retrieval_method=RetrievalMethod.KEYWORD,
-                    retrieval_rank=rank,
-                )
-                for rank, h in enumerate(hits)
-            ]
+            # Normalised by the best score, as the in-memory keyword retriever does.
+            keyword = _scored(
+                hits, RetrievalMethod.KEYWORD, [h.score / hits[0].score for h in hits]
+            )
     metadata: list[ScoredChunk] = []
     pairs = {**cfg.metadata_filters, **(job.options.metadata_filters or {})}
     if cfg.use_metadata and pairs:
-        search = getattr(store, "metadata_search", None)
-        if search is None:
-            raise ConfigError(
-                f"{type(store).__name__} has no metadata search: disable use_metadata"
-            )
-        hits = await search(pairs, k)
-        if where:
-            # The store's metadata search takes no restriction: apply it here.
-            conditions = parse_filters(where)
-            hits = [h for h in hits if matches(h.chunk.metadata, conditions)]
-        metadata = [
-            ScoredChunk(
-                chunk=h.chunk,
-                metadata_score=h.score,
-                retrieval_method=RetrievalMethod.METADATA,
-                retrieval_rank=rank,
-            )
-            for rank, h in enumerate(hits)
-        ]
+        hits = await _metadata_hits(store, pairs, k, where)
+        metadata = _scored(hits, RetrievalMethod.METADATA, [h.score for h in hits])
     fusion = HybridRetriever(
         state.config,
         vector_retriever=_Fixed(vector),
@@ -134,6 +103,38 @@ async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
         metadata_retriever=_Fixed(metadata),
     )
     return fusion.retrieve(query, k, job.options.metadata_filters)
+
+
+_SCORE_FIELD = {
+    RetrievalMethod.VECTOR: "vector_score",
+    RetrievalMethod.KEYWORD: "keyword_score",
+    RetrievalMethod.METADATA: "metadata_score",
+}
+
+
+def _scored(hits: list[Any], method: RetrievalMethod, scores: list[float]) -> list[ScoredChunk]:
+    """One method's candidate list, shaped as that method's in-memory retriever returns it."""
+    field = _SCORE_FIELD[method]
+    found = []
+    for rank, (h, score) in enumerate(zip(hits, scores, strict=True)):
+        sc = ScoredChunk(chunk=h.chunk, retrieval_method=method, retrieval_rank=rank)
+        setattr(sc, field, score)
+        found.append(sc)
+    return found
+
+
+async def _metadata_hits(
+    store: Any, pairs: dict[str, Any], k: int, where: dict[str, Any] | None
+) -> list[Any]:
+    search = getattr(store, "metadata_search", None)
+    if search is None:
+        raise ConfigError(f"{type(store).__name__} has no metadata search: disable use_metadata")
+    hits: list[Any] = await search(pairs, k)
+    if where:
+        # The store's metadata search takes no restriction: apply it here.
+        conditions = parse_filters(where)
+        hits = [h for h in hits if matches(h.chunk.metadata, conditions)]
+    return hits
 
 
 async def _guarded(state: EngineState, store: Any, operation: Any) -> Any:
