@@ -128,63 +128,10 @@ class StoreSet:
         self.base_config: ContextEngineConfig | None = None
 
     async def _open(self) -> Stores:
-        index: Any = None
-        embedder = None
         opened: list[Any] = []
         try:
-            if is_postgres_url(self.store):
-                from zerda_async.stores import PostgresIndexStore
-
-                index = await PostgresIndexStore.open(
-                    self.store,
-                    prefix=self.prefix,
-                    operation_timeout=2 * self.timeout,
-                    connect_timeout=self.timeout,
-                )
-                opened.append(index)
-                recorded = await read_profile(index)
-                if recorded is not None:
-                    # Searches tokenise queries with the analyser the store was built with.
-                    index.analyzer = recorded.text_analyzer
-                    embedder = recorded.make_embedder()
-                    self.base_config = recorded.config()
-            sessions: Any = self._memory_sessions
-            cache: Any = None
-            learning: Any = None
-            if self.state.startswith(("redis://", "rediss://", "unix://")):
-                from zerda_async.stores import (
-                    RedisCacheStore,
-                    RedisLearningStore,
-                    RedisSessionStore,
-                )
-
-                options: dict[str, Any] = {
-                    "prefix": self.prefix.replace("_", ":"),
-                    "operation_timeout": self.timeout,
-                }
-                sessions = RedisSessionStore(self.state, **options)
-                cache = RedisCacheStore(self.state, **options)
-                learning = RedisLearningStore(self.state, **options)
-                opened += [sessions, cache, learning]
-            elif is_postgres_url(self.state):
-                from zerda_async.stores import (
-                    PostgresCacheStore,
-                    PostgresLearningStore,
-                    PostgresSessionStore,
-                )
-
-                sessions = await PostgresSessionStore.open(
-                    self.state, prefix=self.prefix, operation_timeout=self.timeout
-                )
-                opened.append(sessions)
-                cache = await PostgresCacheStore.open(
-                    self.state, prefix=self.prefix, operation_timeout=self.timeout
-                )
-                opened.append(cache)
-                learning = await PostgresLearningStore.open(
-                    self.state, prefix=self.prefix, operation_timeout=self.timeout
-                )
-                opened.append(learning)
+            index, embedder = await self._open_index(opened)
+            sessions, cache, learning = await self._open_state(opened)
         except BaseException:
             for store in opened:
                 with contextlib.suppress(Exception):
@@ -193,6 +140,60 @@ class StoreSet:
         return Stores(
             index=index, sessions=sessions, cache=cache, learning=learning, embedder=embedder
         )
+
+    async def _open_index(self, opened: list[Any]) -> tuple[Any, Any]:
+        """The PostgreSQL index store and its recorded embedder (``None``s for a directory)."""
+        if not is_postgres_url(self.store):
+            return None, None
+        from zerda_async.stores import PostgresIndexStore
+
+        index = await PostgresIndexStore.open(
+            self.store,
+            prefix=self.prefix,
+            operation_timeout=2 * self.timeout,
+            connect_timeout=self.timeout,
+        )
+        opened.append(index)
+        recorded = await read_profile(index)
+        if recorded is None:
+            return index, None
+        # Searches tokenise queries with the analyser the store was built with.
+        index.analyzer = recorded.text_analyzer
+        self.base_config = recorded.config()
+        return index, recorded.make_embedder()
+
+    async def _open_state(self, opened: list[Any]) -> tuple[Any, Any, Any]:
+        """The session, cache and learning stores of ``--state`` (memory: this process's)."""
+        if self.state.startswith(("redis://", "rediss://", "unix://")):
+            from zerda_async.stores import RedisCacheStore, RedisLearningStore, RedisSessionStore
+
+            options: dict[str, Any] = {
+                "prefix": self.prefix.replace("_", ":"),
+                "operation_timeout": self.timeout,
+            }
+            redis_stores = (
+                RedisSessionStore(self.state, **options),
+                RedisCacheStore(self.state, **options),
+                RedisLearningStore(self.state, **options),
+            )
+            opened += redis_stores
+            return redis_stores
+        if is_postgres_url(self.state):
+            from zerda_async.stores import (
+                PostgresCacheStore,
+                PostgresLearningStore,
+                PostgresSessionStore,
+            )
+
+            found = []
+            for kind in (PostgresSessionStore, PostgresCacheStore, PostgresLearningStore):
+                store = await kind.open(
+                    self.state, prefix=self.prefix, operation_timeout=self.timeout
+                )
+                opened.append(store)
+                found.append(store)
+            return found[0], found[1], found[2]
+        return self._memory_sessions, None, None
 
     @contextlib.asynccontextmanager
     async def use(self) -> AsyncIterator[Stores]:
