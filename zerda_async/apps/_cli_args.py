@@ -75,10 +75,15 @@ def _port(text: str) -> int:
     return value
 
 
-def _filter(text: str) -> tuple[str, Any]:
+def _key_value(text: str) -> tuple[str, str]:
     key, sep, raw = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, raw
+
+
+def _filter(text: str) -> tuple[str, Any]:
+    key, raw = _key_value(text)
     try:
         value = json.loads(raw)
     except ValueError:
@@ -91,9 +96,7 @@ def _filter(text: str) -> tuple[str, Any]:
 def _where(text: str) -> tuple[str, Any]:
     """``KEY=VALUE``: a JSON scalar (numbers compare as numbers), plain text, or a JSON
     object of operators (``year={"$gte": 2020}``)."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    key, raw = _key_value(text)
     try:
         value = json.loads(raw)
     except ValueError:
