@@ -103,8 +103,7 @@ def _phase1_sql(p: str, where: str, limit: bool) -> str:
         f"SELECT po.pos, sum({_WEIGHT}) AS score"
         f" FROM unnest(%(ids)s::int[], %(idfs)s::float8[]) AS q(id, idf)"
         f" JOIN {p}postings po ON po.term_id = q.id{chunks}"
-        f" GROUP BY po.pos ORDER BY score DESC, po.pos"
-        + (" LIMIT %(limit)s" if limit else "")
+        f" GROUP BY po.pos ORDER BY score DESC, po.pos" + (" LIMIT %(limit)s" if limit else "")
     )
 
 
@@ -128,7 +127,8 @@ def _phase2_sql(p: str, n_terms: int) -> str:
 def _rows_sql(p: str) -> str:
     return (
         f"SELECT c.pos, c.doc_id, c.text, c.metadata, s.score"
-        f" FROM unnest(%(cands)s::bigint[], %(scores)s::float8[]) WITH ORDINALITY AS s(pos, score, r)"
+        f" FROM unnest(%(cands)s::bigint[], %(scores)s::float8[])"
+        f" WITH ORDINALITY AS s(pos, score, r)"
         f" JOIN {p}chunks c ON c.pos = s.pos ORDER BY s.r"
     )
 
@@ -190,9 +190,7 @@ async def keyword_rows(
     return list(await cur.fetchall())
 
 
-def _candidates(
-    approx: Sequence[Any], k: int, n_terms: int, limit: int | None
-) -> list[int] | None:
+def _candidates(approx: Sequence[Any], k: int, n_terms: int, limit: int | None) -> list[int] | None:
     """Positions that can be in the exact top ``k``, or None when ``approx`` was cut short.
 
     Each sum of ``n`` positive weights is within ``(n - 1) * 2**-53 * sum`` of

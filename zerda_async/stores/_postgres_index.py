@@ -52,6 +52,9 @@ __all__ = ["PostgresIndexStore"]
 
 SearchMode = Literal["exact", "hnsw"]
 
+_INVERTED_INDEX_STEP = 4
+"""The schema step that rewrote the postings as :mod:`._pg_keyword`'s inverted index."""
+
 _VACUUM_SHARE = 0.2
 """A write adding at least this share of the live chunks vacuums the postings after it."""
 
@@ -129,6 +132,8 @@ class PostgresIndexStore:
             raise ValueError(f"search must be 'exact' or 'hnsw', got {search!r}")
         self.prefix = valid_prefix(prefix)
         self.search = search
+        if not 1 <= int(ef_search) <= 1000:
+            raise ValueError(f"ef_search must be between 1 and 1000 (pgvector), got {ef_search}")
         self.ef_search = int(ef_search)
         self._pg = PgPool(
             url,
@@ -145,8 +150,15 @@ class PostgresIndexStore:
         store = cls(url, **options)
         # The schema (and the vector extension) first: the pool's connections
         # register pgvector's types, which needs the extension to exist.
-        await store._pg.run_once(lambda conn: migrate(conn, store.prefix, INDEX_SCHEMA, "index"))
+        found: list[int] = []
+
+        async def upgrade(conn: psycopg.AsyncConnection[Any]) -> None:
+            found.append(await migrate(conn, store.prefix, INDEX_SCHEMA, "index"))
+
+        await store._pg.run_once(upgrade)
         await store._pg.open()
+        if 0 < found[0] < _INVERTED_INDEX_STEP:
+            await store._vacuum()  # the postings were rewritten by the migration
         return store
 
     @property
@@ -427,7 +439,7 @@ class PostgresIndexStore:
     ) -> list[Any]:
         p = self.prefix
         async with conn.transaction():
-            await conn.execute(f"SET LOCAL hnsw.ef_search = {max(self.ef_search, 1)}")
+            await conn.execute(f"SET LOCAL hnsw.ef_search = {self.ef_search}")
             if where != "TRUE":
                 await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             cur = await conn.execute(
