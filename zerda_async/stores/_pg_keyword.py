@@ -36,6 +36,9 @@ from ..core.index import BM25_B, BM25_K1
 
 __all__ = ["add_postings", "delete_postings", "keyword_rows"]
 
+_WORK_MEM = "64MB"
+"""Per-search hash memory: a query's postings aggregate without spilling to disk."""
+
 # Phase 1 returns this many chunks beyond k, so the margin rarely needs the fallback.
 _SLACK = 16
 
@@ -143,16 +146,17 @@ async def keyword_rows(
 ) -> list[Any]:
     """``(pos, doc_id, text, metadata, score)`` of the top ``k`` (inside a read-only snapshot)."""
     p = prefix
-    cur = await conn.execute(f"SELECT n_live, total_length FROM {p}corpus")
-    corpus = await cur.fetchone()
-    assert corpus is not None
-    n_docs, total = int(corpus[0]), int(corpus[1])
+    # The corpus totals, the terms' statistics and this search's work_mem in one round trip.
+    cur = await conn.execute(
+        f"SELECT c.n_live, c.total_length, t.term, t.id, t.df, set_config('work_mem', %s, true)"
+        f" FROM {p}corpus c LEFT JOIN {p}terms t ON t.term = ANY(%s) AND t.df > 0",
+        (_WORK_MEM, terms),
+    )
+    rows = await cur.fetchall()
+    n_docs, total = int(rows[0][0]), int(rows[0][1])
     if n_docs == 0:
         return []
-    cur = await conn.execute(
-        f"SELECT term, id, df FROM {p}terms WHERE term = ANY(%s) AND df > 0", (terms,)
-    )
-    found = {str(t): (int(i), int(df)) for t, i, df in await cur.fetchall()}
+    found = {str(r[2]): (int(r[3]), int(r[4])) for r in rows if r[2] is not None}
     used = [t for t in terms if t in found]
     if not used:
         return []

@@ -58,9 +58,6 @@ _INVERTED_INDEX_STEP = 4
 _VACUUM_SHARE = 0.2
 """A write adding at least this share of the live chunks vacuums the postings after it."""
 
-_WORK_MEM = "64MB"
-"""Per-search sort and hash memory: a query's postings aggregate without spilling to disk."""
-
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
@@ -485,7 +482,6 @@ class PostgresIndexStore:
         async with self._pg.connection() as conn, conn.transaction():
             # Statistics and postings from one snapshot, whatever writers commit meanwhile.
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            await conn.execute(f"SET LOCAL work_mem = '{_WORK_MEM}'")
             rows = await keyword_rows(conn, self.prefix, terms, k, where, params)
         return [_hit(r[:4], float(r[4])) for r in rows]
 
