@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
+import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from zerda_async.core.config import ContextEngineConfig
+from zerda_async.core.index.analysis import DOCUMENTED, analyzer_for
 from zerda_async.core.retrieval import KeywordRetriever, VectorRetriever
 from zerda_async.embedders import HashingEmbedder
 from zerda_async.errors import ConfigError
 from zerda_async.stores import Hit, MemoryIndexStore, PostgresIndexStore
 
-from .corpus import demo_docs, embed, synthetic_docs
+from .corpus import Doc, demo_docs, embed, synthetic_docs
 from .servers import PostgresServer
 
 pytestmark = pytest.mark.anyio
@@ -208,3 +212,99 @@ async def test_hnsw_recall_against_exact(postgres: PostgresServer, prefix: str) 
     finally:
         await exact.aclose()
         await hnsw.aclose()
+
+
+async def test_near_ties_beyond_the_first_phase_stay_exact(
+    postgres: PostgresServer, prefix: str
+) -> None:
+    """More equal scores at the k-th place than the first phase returns: still exact."""
+    tied = [Doc(f"t{i}", "alpha beta gamma river") for i in range(60)]
+    others = [Doc(f"o{i}", text) for i, text in enumerate(["alpha alpha beta", "gamma nile"] * 5)]
+    docs = [*others[:3], *tied, *others[3:]]
+    memory, pg = await _stores(postgres.url, prefix, docs, dim=16)
+    try:
+        for query, k in [("alpha beta gamma", 5), ("gamma beta alpha river", 30), ("nile", 7)]:
+            expected = await memory.keyword_search(query, k)
+            assert len({h.score for h in expected}) < len(expected)  # ties at the cut
+            assert _ranked(await pg.keyword_search(query, k)) == _ranked(expected)
+    finally:
+        await pg.aclose()
+
+
+# The index schema up to step 3, as stores written before the inverted index
+# (schema step 4) hold it: postings keyed by term text, lengths only on chunks.
+_SCHEMA_V3 = (
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    "CREATE TABLE IF NOT EXISTS {p}schema_version (component text PRIMARY KEY,"
+    " version int NOT NULL)",
+    "INSERT INTO {p}schema_version VALUES ('index', 3)",
+    "CREATE TABLE {p}corpus (id int PRIMARY KEY CHECK (id = 1), version bigint NOT NULL"
+    " DEFAULT 0, n_live bigint NOT NULL DEFAULT 0, total_length bigint NOT NULL DEFAULT 0,"
+    " next_pos bigint NOT NULL DEFAULT 0, dim int, analyzer text)",
+    "CREATE TABLE {p}chunks (pos bigint PRIMARY KEY, doc_id text NOT NULL, text text NOT NULL,"
+    " metadata jsonb NOT NULL, length int NOT NULL, unit bytea, embedding vector)",
+    "CREATE INDEX {p}chunks_doc_id ON {p}chunks (doc_id)",
+    "CREATE TABLE {p}postings (term text NOT NULL, pos bigint NOT NULL, tf int NOT NULL,"
+    " PRIMARY KEY (term, pos))",
+    "CREATE INDEX {p}postings_pos ON {p}postings (pos)",
+    "CREATE TABLE {p}settings (key text PRIMARY KEY, value jsonb NOT NULL)",
+)
+
+
+async def _write_v3_store(url: str, prefix: str, docs: list[Doc]) -> None:
+    """A keyword-only store in the step-3 layout, written row by row as that code did."""
+    tokenize = analyzer_for(DOCUMENTED).tokenize
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    async with conn, conn.transaction():
+        for statement in _SCHEMA_V3:
+            await conn.execute(statement.format(p=prefix))
+        total = 0
+        for pos, doc in enumerate(docs):
+            counts = Counter(tokenize(doc.text))
+            total += sum(counts.values())
+            await conn.execute(
+                f"INSERT INTO {prefix}chunks (pos, doc_id, text, metadata, length)"
+                " VALUES (%s, %s, %s, %s, %s)",
+                (pos, doc.doc_id, doc.text, Jsonb(doc.metadata), sum(counts.values())),
+            )
+            for term, tf in counts.items():
+                await conn.execute(
+                    f"INSERT INTO {prefix}postings VALUES (%s, %s, %s)", (term, pos, tf)
+                )
+        await conn.execute(
+            f"INSERT INTO {prefix}corpus VALUES (1, 1, %s, %s, %s, NULL, %s)",
+            (len(docs), total, len(docs), DOCUMENTED),
+        )
+
+
+async def test_a_store_with_the_older_schema_migrates(
+    postgres: PostgresServer, prefix: str
+) -> None:
+    docs = demo_docs()
+    await _write_v3_store(postgres.url, prefix, docs[:40])
+    memory = MemoryIndexStore()
+    await memory.add(docs[:40])
+    pg = await PostgresIndexStore.open(postgres.url, prefix=prefix)
+    try:
+        assert await pg.version() == 1 and await pg.count() == 40
+        for query in QUERIES:
+            assert _ranked(await pg.keyword_search(query, 20)) == _ranked(
+                await memory.keyword_search(query, 20)
+            )
+        # The migrated postings take writes: document frequencies follow.
+        await memory.add(docs[40:])
+        assert await pg.add(docs[40:]) == 2
+        await memory.remove([docs[0].doc_id, docs[45].doc_id])
+        assert await pg.remove([docs[0].doc_id, docs[45].doc_id]) == 3
+        for query in QUERIES:
+            assert _ranked(await pg.keyword_search(query, 20)) == _ranked(
+                await memory.keyword_search(query, 20)
+            )
+    finally:
+        await pg.aclose()
+
+
+@pytest.mark.parametrize("ef_search", [0, 1001])
+def test_ef_search_outside_pgvector_range_is_refused(ef_search: int) -> None:
+    with pytest.raises(ValueError, match="ef_search must be between 1 and 1000"):
+        PostgresIndexStore("postgresql://nobody@127.0.0.1:1/none", ef_search=ef_search)

@@ -122,7 +122,7 @@ async def migrate(
     steps: Sequence[Sequence[str]],
     component: str,
 ) -> int:
-    """Bring the ``component`` schema to ``len(steps)``, one transaction per step.
+    """Bring the ``component`` schema to ``len(steps)``; returns the version it found.
 
     ``{p}schema_version`` holds one row per component; an advisory lock makes
     concurrent first starts of several replicas migrate once.  A version newer
@@ -151,4 +151,4 @@ async def migrate(
             " ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version",
             (component, len(steps)),
         )
-    return len(steps)
+    return current

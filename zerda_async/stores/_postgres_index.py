@@ -2,9 +2,10 @@
 
 Layout (schema :data:`~._pg_sql.INDEX_SCHEMA`, migrated by the store): one row
 per chunk (corpus position, doc id, text, jsonb metadata, token count, the
-float64 unit embedding as bytes and the same as a pgvector ``vector``), one
-row per (term, chunk) posting with its term frequency, and one corpus row
-holding the version and the BM25 totals.  Tokens come from the project's own
+float64 unit embedding as bytes and the same as a pgvector ``vector``), the
+inverted index of :mod:`._pg_keyword` (terms with their document frequencies,
+one posting per (term, chunk) with its term frequency and the chunk length),
+and one corpus row holding the version and the BM25 totals.  Tokens come from the project's own
 tokeniser in Python, so the analyser is exactly the in-memory one.
 
 * **Exact cosine** (default): pgvector scans the float32 copies in SQL and
@@ -15,15 +16,16 @@ tokeniser in Python, so the analyser is exactly the in-memory one.
   answers with ``hnsw.ef_search``; its hits are rescored the same way.
 * **BM25**: document frequencies and totals are read in the same snapshot
   as the postings (a repeatable-read transaction); idf is computed in Python
-  with the in-memory expression, the per-posting weights and their ordered
-  sum in SQL, with the same float operations in the same order.
+  with the in-memory expression, the per-posting weights and their sum in
+  SQL from the query terms' postings only, in two phases that end with the
+  in-memory float operations in the same order (:mod:`._pg_keyword`).
 * **Updates** run in one transaction that also bumps the version, so a
   killed update leaves the old or the new corpus.  Bulk loads use COPY.
 """
 
 from __future__ import annotations
 
-import math
+import contextlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,18 +38,25 @@ from numpy.typing import ArrayLike, NDArray
 from pgvector.psycopg import register_vector_async
 from psycopg.types.json import Jsonb
 
-from ..core.index import BM25_B, BM25_K1, COSINE_DECIMALS, unit_rows
+from ..core.index import COSINE_DECIMALS, unit_rows
 from ..core.index.analysis import DOCUMENTED, analyzer_for
 from ..core.index.chunks import chunk_doc_id, chunk_metadata, chunk_text
-from ..errors import ConfigError
+from ..errors import ConfigError, StoreUnavailableError
 from ._filters import Filters, parse_filters
 from ._pg_common import PgPool, migrate, valid_prefix
+from ._pg_keyword import add_postings, delete_postings, keyword_rows
 from ._pg_sql import INDEX_SCHEMA, compile_filters
 from ._protocols import Hit, StoredChunk
 
 __all__ = ["PostgresIndexStore"]
 
 SearchMode = Literal["exact", "hnsw"]
+
+_INVERTED_INDEX_STEP = 4
+"""The schema step that rewrote the postings as :mod:`._pg_keyword`'s inverted index."""
+
+_VACUUM_SHARE = 0.2
+"""A write adding at least this share of the live chunks vacuums the postings after it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +129,8 @@ class PostgresIndexStore:
             raise ValueError(f"search must be 'exact' or 'hnsw', got {search!r}")
         self.prefix = valid_prefix(prefix)
         self.search = search
+        if not 1 <= int(ef_search) <= 1000:
+            raise ValueError(f"ef_search must be between 1 and 1000 (pgvector), got {ef_search}")
         self.ef_search = int(ef_search)
         self._pg = PgPool(
             url,
@@ -136,8 +147,15 @@ class PostgresIndexStore:
         store = cls(url, **options)
         # The schema (and the vector extension) first: the pool's connections
         # register pgvector's types, which needs the extension to exist.
-        await store._pg.run_once(lambda conn: migrate(conn, store.prefix, INDEX_SCHEMA, "index"))
+        found: list[int] = []
+
+        async def upgrade(conn: psycopg.AsyncConnection[Any]) -> None:
+            found.append(await migrate(conn, store.prefix, INDEX_SCHEMA, "index"))
+
+        await store._pg.run_once(upgrade)
         await store._pg.open()
+        if 0 < found[0] < _INVERTED_INDEX_STEP:
+            await store._vacuum()  # the postings were rewritten by the migration
         return store
 
     @property
@@ -250,7 +268,7 @@ class PostgresIndexStore:
             new_dim = _check_dim(dim, n_live - gone, prepared.rows)
             await self._copy(conn, prepared, next_pos)
             added = sum(sum(c.values()) for c in prepared.counts)
-            return await self._bump(
+            version = await self._bump(
                 conn,
                 1,
                 n_live - gone + len(items),
@@ -258,6 +276,23 @@ class PostgresIndexStore:
                 next_pos + len(items),
                 new_dim,
             )
+        if len(items) >= _VACUUM_SHARE * (n_live - gone + len(items)):
+            await self._vacuum()
+        return version
+
+    async def _vacuum(self) -> None:
+        """Mark the new postings all-visible and refresh the planner's statistics.
+
+        Keyword search reads the postings by index-only scans, which fall back
+        to the table for pages not yet marked all-visible; after a bulk load
+        that would be every page until autovacuum comes by.  The write has
+        committed already, so a failure here is left to autovacuum.
+        """
+        p = self.prefix
+        with contextlib.suppress(StoreUnavailableError, psycopg.Error):
+            async with self._pg.connection() as conn:
+                await conn.execute(f"VACUUM (ANALYZE) {p}postings, {p}terms")
+                await conn.execute(f"ANALYZE {p}chunks")
 
     async def _lock_corpus(
         self, conn: psycopg.AsyncConnection[Any]
@@ -312,9 +347,7 @@ class PostgresIndexStore:
         )
         rows = await cur.fetchall()
         if rows:
-            await conn.execute(
-                f"DELETE FROM {p}postings WHERE pos = ANY(%s)", ([r[0] for r in rows],)
-            )
+            await delete_postings(conn, p, [int(r[0]) for r in rows])
         return len(rows), sum(int(r[1]) for r in rows)
 
     async def _copy(self, conn: psycopg.AsyncConnection[Any], prep: _Prepared, start: int) -> None:
@@ -336,11 +369,7 @@ class PostgresIndexStore:
                         None if row is None else row.astype(np.float32),
                     )
                 )
-        async with cur.copy(f"COPY {p}postings (term, pos, tf) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(["text", "int8", "int4"])
-            for i, counts in enumerate(prep.counts):
-                for term, tf in counts.items():
-                    await copy.write_row((term, start + i, tf))
+        await add_postings(conn, p, prep.counts, start)
 
     async def _bump(
         self,
@@ -407,7 +436,7 @@ class PostgresIndexStore:
     ) -> list[Any]:
         p = self.prefix
         async with conn.transaction():
-            await conn.execute(f"SET LOCAL hnsw.ef_search = {max(self.ef_search, 1)}")
+            await conn.execute(f"SET LOCAL hnsw.ef_search = {self.ef_search}")
             if where != "TRUE":
                 await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             cur = await conn.execute(
@@ -450,49 +479,11 @@ class PostgresIndexStore:
         where, params = compile_filters(parse_filters(filters), "c.metadata")
         if not terms or k <= 0:
             return []
-        p = self.prefix
         async with self._pg.connection() as conn, conn.transaction():
+            # Statistics and postings from one snapshot, whatever writers commit meanwhile.
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            cur = await conn.execute(f"SELECT n_live, total_length FROM {p}corpus")
-            corpus = await cur.fetchone()
-            assert corpus is not None
-            n_docs, total = int(corpus[0]), int(corpus[1])
-            if n_docs == 0:
-                return []
-            cur = await conn.execute(
-                f"SELECT term, count(*) FROM {p}postings WHERE term = ANY(%s) GROUP BY term",
-                (terms,),
-            )
-            df = {str(t): int(n) for t, n in await cur.fetchall()}
-            used = [t for t in terms if df.get(t)]
-            if not used:
-                return []
-            # The in-memory idf, evaluated in Python so both sides share one libm call.
-            idfs = [math.log(1.0 + (n_docs - df[t] + 0.5) / (df[t] + 0.5)) for t in used]
-            params.update(
-                terms=used,
-                idfs=idfs,
-                k=k,
-                kp1=BM25_K1 + 1,
-                k1=BM25_K1,
-                omb=1 - BM25_B,
-                b=BM25_B,
-                avgdl=total / n_docs,
-            )
-            cur = await conn.execute(_BM25_SQL.format(p=p, where=where), params)
-            return [_hit(r[:4], float(r[4])) for r in await cur.fetchall()]
-
-
-_BM25_SQL = (
-    "SELECT c.pos, c.doc_id, c.text, c.metadata, s.score FROM ("
-    " SELECT po.pos, sum(((q.idf * po.tf::float8) * %(kp1)s::float8)"
-    "  / (po.tf::float8 + %(k1)s::float8 * (%(omb)s::float8"
-    "  + (%(b)s::float8 * c.length::float8) / %(avgdl)s::float8)) ORDER BY q.ord) AS score"
-    " FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) WITH ORDINALITY AS q(term, idf, ord)"
-    " JOIN {p}postings po ON po.term = q.term JOIN {p}chunks c ON c.pos = po.pos"
-    " WHERE {where} GROUP BY po.pos) s JOIN {p}chunks c ON c.pos = s.pos"
-    " WHERE s.score > 0 ORDER BY s.score DESC, s.pos LIMIT %(k)s"
-)
+            rows = await keyword_rows(conn, self.prefix, terms, k, where, params)
+        return [_hit(r[:4], float(r[4])) for r in rows]
 
 
 def _check_analyzer(stored: str, mine: str) -> None:
