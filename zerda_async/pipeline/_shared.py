@@ -78,19 +78,30 @@ async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
     query = job.effective_query
     # The run's restricting filters are pushed into every search of the store.
     where = job.options.filters or None
-    vector: list[ScoredChunk] = []
-    if cfg.use_vector and job.query_vector is not None:
-        hits = await store.vector_search(job.query_vector, k, where)
-        kept = [h for h in hits if not h.score < cfg.min_vector_score]
-        vector = _scored(kept, RetrievalMethod.VECTOR, [h.score for h in kept])
+    found: dict[str, list[Any]] = {"vector": [], "keyword": []}
+    failures: list[Exception] = []
+
+    async def search(method: str, call: Any) -> None:
+        try:
+            found[method] = await call
+        except Exception as exc:
+            failures.append(exc)  # raised as itself below, not in an exception group
+
+    # The two searches are independent round trips to the store: run them at once.
+    async with anyio.create_task_group() as tg:
+        if cfg.use_vector and job.query_vector is not None:
+            tg.start_soon(search, "vector", store.vector_search(job.query_vector, k, where))
+        if cfg.use_keyword:
+            tg.start_soon(search, "keyword", store.keyword_search(query, k, where))
+    if failures:
+        raise failures[0]
+    kept = [h for h in found["vector"] if not h.score < cfg.min_vector_score]
+    vector = _scored(kept, RetrievalMethod.VECTOR, [h.score for h in kept])
     keyword: list[ScoredChunk] = []
-    if cfg.use_keyword:
-        hits = await store.keyword_search(query, k, where)
-        if hits:
-            # Normalised by the best score, as the in-memory keyword retriever does.
-            keyword = _scored(
-                hits, RetrievalMethod.KEYWORD, [h.score / hits[0].score for h in hits]
-            )
+    if hits := found["keyword"]:
+        # Normalised by the best score, as the in-memory keyword retriever does.
+        best = hits[0].score
+        keyword = _scored(hits, RetrievalMethod.KEYWORD, [h.score / best for h in hits])
     metadata: list[ScoredChunk] = []
     pairs = {**cfg.metadata_filters, **(job.options.metadata_filters or {})}
     if cfg.use_metadata and pairs:
