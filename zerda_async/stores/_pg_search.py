@@ -1,0 +1,151 @@
+"""The PostgreSQL index store's searches: exact or HNSW cosine, BM25, metadata.
+
+A base class of :class:`~._postgres_index.PostgresIndexStore` (which owns the
+pool, the schema and the writes); the search rules are in that module's
+docstring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+from numpy.typing import ArrayLike, NDArray
+from psycopg.types.json import Jsonb
+
+from ..core.index import COSINE_DECIMALS
+from ..core.index.analysis import analyzer_for
+from ._filters import Filters, parse_filters
+from ._pg_common import PgPool
+from ._pg_keyword import keyword_rows
+from ._pg_sql import compile_filters
+from ._protocols import Hit, StoredChunk
+
+__all__ = ["PostgresSearches"]
+
+
+class PostgresSearches:
+    """Top-k searches over the store's tables (same scores and ties as in memory)."""
+
+    name: str
+    prefix: str
+    search: str
+    ef_search: int
+    analyzer: str
+    _pg: PgPool
+
+    async def vector_search(
+        self, query_vector: ArrayLike, k: int, filters: Filters | None = None
+    ) -> list[Hit]:
+        """Top ``k`` by cosine; exact unless the store was opened with ``search="hnsw"``."""
+        query = np.asarray(query_vector, dtype=np.float64).flatten()
+        where, params = compile_filters(parse_filters(filters), "metadata")
+        if k <= 0:
+            return []
+        norm = float(np.linalg.norm(query))
+        p = self.prefix
+        async with self._pg.connection() as conn:
+            if norm == 0:
+                # Every cosine is 0: the first k chunks in corpus order, like the memory index.
+                cur = await conn.execute(
+                    f"SELECT pos, doc_id, text, metadata FROM {p}chunks"
+                    f" WHERE unit IS NOT NULL AND {where} ORDER BY pos LIMIT %(k)s",
+                    {**params, "k": k},
+                )
+                return [_hit(r, 0.0) for r in await cur.fetchall()]
+            unit = query / norm
+            params.update(q=unit.astype(np.float32), k=k)
+            if self.search == "hnsw":
+                rows = await self._hnsw_rows(conn, where, params, unit.shape[0])
+            else:
+                params["margin"] = _margin(unit.shape[0])
+                cur = await conn.execute(
+                    f"WITH s AS MATERIALIZED (SELECT pos,"
+                    f" 1 - coalesce(nullif(embedding <=> %(q)s, 'NaN'), 1) AS approx"
+                    f" FROM {p}chunks WHERE unit IS NOT NULL AND {where})"
+                    f" SELECT c.pos, c.doc_id, c.text, c.metadata, c.unit"
+                    f" FROM s JOIN {p}chunks c USING (pos) WHERE s.approx >="
+                    f" (SELECT min(approx) FROM (SELECT approx FROM s"
+                    f" ORDER BY approx DESC LIMIT %(k)s) t) - %(margin)s",
+                    params,
+                )
+                rows = await cur.fetchall()
+        return _rescored(rows, unit, k)
+
+    async def _hnsw_rows(
+        self, conn: psycopg.AsyncConnection[Any], where: str, params: dict[str, Any], dim: int
+    ) -> list[Any]:
+        p = self.prefix
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL hnsw.ef_search = {self.ef_search}")
+            if where != "TRUE":
+                await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cur = await conn.execute(
+                f"SELECT pos, doc_id, text, metadata, unit FROM {p}chunks"
+                f" WHERE unit IS NOT NULL AND {where}"
+                f" ORDER BY embedding::vector({dim}) <=> %(q)s::vector({dim}) LIMIT %(k)s",
+                params,
+            )
+            return await cur.fetchall()
+
+    async def metadata_search(self, pairs: Mapping[str, Any], k: int) -> list[Hit]:
+        """Chunks whose metadata equals at least one pair, best first, ties by position.
+
+        The score is the fraction of pairs matched, as the in-memory metadata
+        retriever computes it; equality is JSON equality (``1 == 1.0``, but
+        ``true`` is not ``1`` as it is in Python).
+        """
+        items = list(pairs.items())
+        if not items or k <= 0:
+            return []
+        params: dict[str, Any] = {"k": k}
+        tests = []
+        for i, (key, value) in enumerate(items):
+            params[f"mk{i}"], params[f"mv{i}"] = str(key), Jsonb(value)
+            tests.append(f"(CASE WHEN metadata -> %(mk{i})s = %(mv{i})s::jsonb THEN 1 ELSE 0 END)")
+        p = self.prefix
+        async with self._pg.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT pos, doc_id, text, metadata, m FROM (SELECT pos, doc_id, text, metadata,"
+                f" {' + '.join(tests)} AS m FROM {p}chunks) s WHERE m > 0"
+                f" ORDER BY m DESC, pos LIMIT %(k)s",
+                params,
+            )
+            rows = await cur.fetchall()
+        return [_hit(r[:4], int(r[4]) / len(items)) for r in rows]
+
+    async def keyword_search(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
+        """Top ``k`` by BM25 with the in-memory formula, ties by corpus position."""
+        terms = list(dict.fromkeys(analyzer_for(self.analyzer).tokenize(query)))
+        where, params = compile_filters(parse_filters(filters), "c.metadata")
+        if not terms or k <= 0:
+            return []
+        async with self._pg.connection() as conn, conn.transaction():
+            # Statistics and postings from one snapshot, whatever writers commit meanwhile.
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            rows = await keyword_rows(conn, self.prefix, terms, k, where, params)
+        return [_hit(r[:4], float(r[4])) for r in rows]
+
+
+def _margin(dim: int) -> float:
+    # float32 rounding of both unit vectors plus float32 accumulation over
+    # ``dim`` terms bounds |cos32 - cos64| well below this (Cauchy-Schwarz).
+    return 4.0 * (dim + 2) * 2.0**-24 + 1e-12
+
+
+def _hit(row: Sequence[Any], score: float) -> Hit:
+    pos, doc_id, text, metadata = row[0], row[1], row[2], row[3]
+    return Hit(position=int(pos), chunk=StoredChunk(str(doc_id), text, metadata), score=score)
+
+
+def _rescored(rows: Sequence[Any], unit: NDArray[np.float64], k: int) -> list[Hit]:
+    """Candidates scored in float64 and rounded as the memory index does, best k first."""
+    if not rows:
+        return []
+    matrix = np.stack([np.frombuffer(r[4], dtype=np.float64) for r in rows])
+    sims = np.round(matrix @ unit, COSINE_DECIMALS)
+    positions = [int(r[0]) for r in rows]
+    order = sorted(range(len(rows)), key=lambda i: (-sims[i], positions[i]))[:k]
+    return [_hit(rows[i], float(sims[i])) for i in order]
