@@ -42,12 +42,10 @@ import resource
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +68,8 @@ from _common import (
     percentile,
     write_summary,
 )
-from stores.servers import PostgresServer, RedisServer, free_port
+from stores.replicas import replicas
+from stores.servers import PostgresServer, RedisServer
 
 from zerda_async import AsyncContextEngine
 from zerda_async.apps.server._replica import EMBEDDER_SETTING
@@ -84,7 +83,6 @@ EF_SEARCH = (100, 200, 400, 800, 1000)
 HNSW_M, HNSW_EF_CONSTRUCTION = 32, 200
 TARGET_RECALL, TARGET_RATIO, TARGET_SCALEUP = 0.95, 3.0, 1.6
 PROJECTED = 10_000_000
-ZERDA = Path(sys.executable).parent / "zerda"
 
 
 @dataclass
@@ -223,47 +221,6 @@ async def _store_runs(fig: Figures, url: str, queries: list[str], quick: bool) -
 # -- throughput ----------------------------------------------------------------------------
 
 
-@contextmanager
-def _replicas(store: str, state: str, count: int) -> Iterator[list[str]]:
-    processes: list[subprocess.Popen[bytes]] = []
-    urls = []
-    try:
-        for _ in range(count):
-            port = free_port()
-            argv = [str(ZERDA), "serve", "--store", store, "--state", state]
-            argv += ["--port", str(port), "--request-timeout", "60"]
-            processes.append(
-                subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            )
-            urls.append(f"http://127.0.0.1:{port}")
-        for url, process in zip(urls, processes, strict=True):
-            _wait_ready(url, process)
-        yield urls
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"zerda serve exited with status {process.returncode}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{url} not ready within 120 s")
-
-
 async def _load(
     urls: list[str], queries: list[str], concurrency: int, seconds: float
 ) -> tuple[int, int]:
@@ -294,7 +251,7 @@ def _throughput(
     fig: Figures, pg: str, redis: str, queries: list[str], concurrency: int, seconds: float
 ) -> None:
     for count in (1, 2):
-        with _replicas(pg, redis, count) as urls:
+        with replicas(pg, redis, count, timeout=60, ready="/readyz") as urls:
             asyncio.run(_load(urls, queries, concurrency, min(3.0, seconds)))  # warm-up
             cpu0 = time.process_time()
             done, failed = asyncio.run(_load(urls, queries, concurrency, seconds))

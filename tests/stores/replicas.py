@@ -47,8 +47,14 @@ def index_files(store: str, *paths: Path) -> str:
 
 
 @contextmanager
-def replicas(store: str, state: str, count: int = 2, timeout: float = 5.0) -> Iterator[list[str]]:
-    """``count`` ``zerda serve --store --state`` processes; their base URLs, stopped on exit."""
+def replicas(
+    store: str, state: str, count: int = 2, timeout: float = 5.0, ready: str = "/healthz"
+) -> Iterator[list[str]]:
+    """``count`` ``zerda serve --store --state`` processes; their base URLs, stopped on exit.
+
+    ``timeout`` is each replica's request timeout; the processes are up once
+    ``ready`` answers 200 (``/readyz`` also waits for every store to answer).
+    """
     processes: list[subprocess.Popen[str]] = []
     urls = []
     try:
@@ -61,7 +67,7 @@ def replicas(store: str, state: str, count: int = 2, timeout: float = 5.0) -> It
             )
             urls.append(f"http://127.0.0.1:{port}")
         for url, process in zip(urls, processes, strict=True):
-            _wait_up(url, process)
+            _wait_up(url, process, ready)
         yield urls
     finally:
         for process in processes:
@@ -74,14 +80,14 @@ def replicas(store: str, state: str, count: int = 2, timeout: float = 5.0) -> It
                 process.communicate()
 
 
-def _wait_up(url: str, process: subprocess.Popen[str]) -> None:
+def _wait_up(url: str, process: subprocess.Popen[str], ready: str = "/healthz") -> None:
     deadline = time.monotonic() + 60
     with httpx.Client(base_url=url) as client:
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"zerda serve exited: {process.communicate()[1][-2000:]}")
             try:
-                if client.get("/healthz").status_code == 200:
+                if client.get(ready).status_code == 200:
                     return
             except httpx.TransportError:
                 pass
