@@ -7,6 +7,7 @@ the engine module stays one concern: requests and lifecycle).
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
 
@@ -19,15 +20,16 @@ from zerda_async.pipeline._state import EngineState
 __all__ = ["EngineParts", "IndexMethods"]
 
 
-class EngineParts:
+class EngineParts(ABC):
     """What the engine's method groups share (set by ``AsyncContextEngine.__init__``)."""
 
     _state: EngineState
     _runner: AsyncRunner
     _indexes: IndexLifecycle
 
+    @abstractmethod
     def _check_open(self) -> None:
-        raise NotImplementedError  # AsyncContextEngine's
+        """Raise ``EngineClosedError`` unless the engine runs (``AsyncContextEngine``'s)."""
 
     @property
     def corpus_size(self) -> int:

@@ -8,6 +8,7 @@ build their index (:meth:`IndexedRetriever._build`) and how to search it.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, Self, TypeVar
@@ -40,7 +41,7 @@ class View(Generic[IndexT]):
     masks: MetadataMasks
 
 
-class IndexedRetriever(Generic[IndexT]):
+class IndexedRetriever(ABC, Generic[IndexT]):
     """Base of the retrievers that search an index over their own chunks.
 
     ``chunks`` (if truthy) are indexed immediately.
@@ -90,6 +91,6 @@ class IndexedRetriever(Generic[IndexT]):
         items = tuple(chunks)
         self._view = self._new_view(items, self._build(items))
 
+    @abstractmethod
     def _build(self, items: Sequence[Any]) -> IndexT:
         """The index over ``items`` (positions ``0 .. len(items) - 1``)."""
-        raise NotImplementedError
