@@ -220,21 +220,28 @@ class SyncReference:
 class SubmissionLog:
     """Records what entered the async engine, in the order it entered.
 
-    Wraps the runner's ``submit`` and ``barrier``: a request's place in the
-    commit stream is fixed inside ``submit`` with no checkpoint before the
-    wrapper appends it, and a barrier is queued synchronously at the start of
-    ``barrier``, so the log order is the engine's serial order.
+    Wraps the runner's ``submit``, ``try_inline`` and ``barrier``: a
+    request's place in the serial order is fixed inside ``submit`` (or
+    ``try_inline``, for a request run in its caller's task) with no checkpoint
+    before the wrapper appends it, and a barrier is queued synchronously at
+    the start of ``barrier``, so the log order is the engine's serial order.
     """
 
     def __init__(self, engine: AsyncContextEngine) -> None:
         self.entries: list[tuple[str, Any]] = []
         runner = engine._runner
-        submit, barrier = runner.submit, runner.barrier
+        submit, try_inline, barrier = runner.submit, runner.try_inline, runner.barrier
         cache = engine._state.cache
 
         async def logged_submit(job: Any, sink: Any = None) -> Request:
             request = await submit(job, sink)
             self.entries.append(("run", request))
+            return request
+
+        def logged_try_inline(job: Any) -> Request | None:
+            request = try_inline(job)
+            if request is not None:
+                self.entries.append(("run", request))
             return request
 
         async def logged_barrier(apply: Callable[[], None]) -> None:
@@ -243,6 +250,7 @@ class SubmissionLog:
             await barrier(apply)
 
         runner.submit = logged_submit  # type: ignore[method-assign,unused-ignore]
+        runner.try_inline = logged_try_inline  # type: ignore[method-assign,unused-ignore]
         runner.barrier = logged_barrier  # type: ignore[method-assign,unused-ignore]
 
     def external(self, name: str, *args: Any) -> None:

@@ -8,6 +8,10 @@ these, so the cancellation and timeout rules live in one place:
 * once the commit started, the request will take effect: the caller waits
   for it (shielded) instead of reporting a cancellation that did not happen;
 * a ``TimeoutError`` carries a note saying where the request was waiting.
+
+``run_one`` lets a request that finds the runner idle run in the caller's
+task (``AsyncRunner.try_inline``): the same stages and rules, without the
+hand-offs between the phase tasks.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from zerda_async.core.models import ContextResult
 from zerda_async.engine._event_stream import add_timeout_note
@@ -31,8 +36,15 @@ async def run_one(runner: AsyncRunner, job: Job, timeout: float | None) -> Conte
     request: Request | None = None
     try:
         with anyio.fail_after(timeout):
-            request = await runner.submit(job)
-            await _wait(runner, request)
+            # Every run() is a checkpoint, even one that then runs inline
+            # without awaiting: a caller's loop of runs lets other tasks in.
+            await anyio.lowlevel.checkpoint()
+            request = runner.try_inline(job)
+            if request is not None:
+                await runner.run_inline(request)
+            else:
+                request = await runner.submit(job)
+                await _wait(runner, request)
     except TimeoutError as exc:
         # Reliability: say where the request was waiting (RELIABILITY.md).
         add_timeout_note(exc, runner, request)

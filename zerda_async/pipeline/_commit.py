@@ -6,13 +6,20 @@ return what running them one by one would.  Before a request's walk, the
 phase makes its speculation hold (:meth:`CommitPhase.prepare`); the walk then
 keeps the stages applied ahead and applies the others.  Barriers (index
 changes, ``clear_cache``) travel on the same stream and apply between commits.
+
+A request that finds the runner idle is committed in its caller's task
+instead (:meth:`CommitPhase.process` under :meth:`CommitPhase.inline`): the
+phase then waits for that commit before taking its next item, so the order
+stays the submission order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
+import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from zerda_async.core.models import ContextResult
@@ -43,11 +50,14 @@ class CommitPhase:
         self.speculation = speculation
         self.finish = finish
         self._enrichment = next((s for s in self.stages if isinstance(s, HistoryEnrichment)), None)
+        # Set while a request is committed in its caller's task (see inline()).
+        self._inline_done: anyio.Event | None = None
 
     async def run(self, recv: MemoryObjectReceiveStream[Request | Barrier]) -> None:
         """Take requests and barriers off ``recv`` until it is closed and drained."""
         async with recv:
             async for item in recv:
+                await self._after_inline()
                 if isinstance(item, Barrier):
                     try:
                         item.apply()
@@ -56,20 +66,55 @@ class CommitPhase:
                     item.done.set()
                     continue
                 await item.speculated.wait()
+                await self.process(item)
+        await self._after_inline()
+
+    async def process(self, request: Request, *, shield: bool = False) -> None:
+        """Prepare and commit ``request`` (skipped when abandoned); it always finishes.
+
+        ``shield``: the commit itself cannot be cancelled (a request committed
+        in its caller's task: once its commit started it completes).
+        """
+        try:
+            if request.cancelled:
+                return
+            await self.prepare(request)
+            if request.cancelled:
+                return
+            request.phase = Phase.COMMIT
+            request.committing = True
+            with anyio.CancelScope(shield=shield):
                 try:
-                    if item.cancelled:
-                        continue
-                    await self.prepare(item)
-                    if item.cancelled:
-                        continue
-                    item.phase = Phase.COMMIT
-                    item.committing = True
-                    try:
-                        item.outcome = await self.commit(item)
-                    except Exception as exc:
-                        item.outcome = exc
-                finally:
-                    self.finish(item)
+                    request.outcome = await self.commit(request)
+                except Exception as exc:
+                    request.outcome = exc
+        finally:
+            self.finish(request)
+
+    @contextmanager
+    def inline(self) -> Iterator[None]:
+        """Hold the phase's next commit back while a request commits in its caller's task.
+
+        Only entered when the runner is idle (nothing submitted is pending),
+        so that request is next in the submission order; whatever is
+        submitted meanwhile waits for it.
+        """
+        assert self._inline_done is None, "one inline commit at a time"
+        self._inline_done = done = anyio.Event()
+        try:
+            yield
+        finally:
+            self._inline_done = None
+            done.set()
+
+    @property
+    def inline_active(self) -> bool:
+        """True while a request commits in its caller's task."""
+        return self._inline_done is not None
+
+    async def _after_inline(self) -> None:
+        while self._inline_done is not None:
+            await self._inline_done.wait()
 
     async def commit(self, request: Request) -> ContextResult:
         """Walk the stage list for ``request``, reporting each stage to its event sink."""

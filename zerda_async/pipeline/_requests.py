@@ -75,6 +75,9 @@ class Request:
         self.outcome: ContextResult | BaseException | None = None
         self.cancelled = False
         self.committing = False
+        # Committed in its caller's task (the runner was idle), not by the
+        # commit phase: see AsyncRunner.try_inline.
+        self.inline = False
         # A single-flight follower: an identical cache miss is in flight ahead
         # of it, so it skips speculation and most likely hits the cache.
         self.skip_speculation = False
