@@ -33,22 +33,30 @@ __all__ = ["run_jobs", "run_one", "submit_all"]
 
 async def run_one(runner: AsyncRunner, job: Job, timeout: float | None) -> ContextResult:
     """Submit ``job``, wait for its outcome and return it (or raise its error)."""
-    request: Request | None = None
+    if timeout is None:  # no deadline: spare the cancel scope (a request at a time adds up)
+        return await _run_one(runner, job, [])
+    holder: list[Request] = []
     try:
         with anyio.fail_after(timeout):
-            # Every run() is a checkpoint, even one that then runs inline
-            # without awaiting: a caller's loop of runs lets other tasks in.
-            await anyio.lowlevel.checkpoint()
-            request = runner.try_inline(job)
-            if request is not None:
-                await runner.run_inline(request)
-            else:
-                request = await runner.submit(job)
-                await _wait(runner, request)
+            return await _run_one(runner, job, holder)
     except TimeoutError as exc:
         # Reliability: say where the request was waiting (RELIABILITY.md).
-        add_timeout_note(exc, runner, request)
+        add_timeout_note(exc, runner, holder[0] if holder else None)
         raise
+
+
+async def _run_one(runner: AsyncRunner, job: Job, holder: list[Request]) -> ContextResult:
+    # Every run() is a checkpoint, even one that then runs inline without
+    # awaiting: a caller's loop of runs lets other tasks in.
+    await anyio.lowlevel.checkpoint()
+    request = runner.try_inline(job)
+    if request is not None:
+        holder.append(request)
+        await runner.run_inline(request)
+    else:
+        request = await runner.submit(job)
+        holder.append(request)
+        await _wait(runner, request)
     return request.result()
 
 

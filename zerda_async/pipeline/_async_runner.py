@@ -226,12 +226,14 @@ class AsyncRunner:
         Cancelled before its commit started, the request is abandoned and
         changes nothing; once started, the commit completes (shielded).
         """
-        with self.commits.inline():
-            try:
-                await self.commits.process(request, shield=True)
-            except BaseException:
-                request.cancelled = True
-                raise
+        self.commits.hold()
+        try:
+            await self.commits.process(request, shield=True)
+        except BaseException:
+            request.cancelled = True
+            raise
+        finally:
+            self.commits.release()
 
     def _idle(self) -> bool:
         """True when nothing submitted is pending, queued or committing, and no one waits."""

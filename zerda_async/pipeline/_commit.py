@@ -8,15 +8,15 @@ keeps the stages applied ahead and applies the others.  Barriers (index
 changes, ``clear_cache``) travel on the same stream and apply between commits.
 
 A request that finds the runner idle is committed in its caller's task
-instead (:meth:`CommitPhase.process` under :meth:`CommitPhase.inline`): the
+instead (:meth:`CommitPhase.process` between :meth:`CommitPhase.hold` and
+:meth:`CommitPhase.release`): the
 phase then waits for that commit before taking its next item, so the order
 stays the submission order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -83,28 +83,33 @@ class CommitPhase:
                 return
             request.phase = Phase.COMMIT
             request.committing = True
-            with anyio.CancelScope(shield=shield):
-                try:
+            # A walk with no stage that awaits cannot be interrupted: no scope needed.
+            scope = anyio.CancelScope(shield=True) if shield and self._walk_awaits() else None
+            try:
+                if scope is None:
                     request.outcome = await self.commit(request)
-                except Exception as exc:
-                    request.outcome = exc
+                else:
+                    with scope:
+                        request.outcome = await self.commit(request)
+            except Exception as exc:
+                request.outcome = exc
         finally:
             self.finish(request)
 
-    @contextmanager
-    def inline(self) -> Iterator[None]:
-        """Hold the phase's next commit back while a request commits in its caller's task.
+    def hold(self) -> None:
+        """Hold the phase's next item back while a request commits in its caller's task.
 
-        Only entered when the runner is idle (nothing submitted is pending),
+        Only called when the runner is idle (nothing submitted is pending),
         so that request is next in the submission order; whatever is
-        submitted meanwhile waits for it.
+        submitted meanwhile waits for :meth:`release`.
         """
         assert self._inline_done is None, "one inline commit at a time"
-        self._inline_done = done = anyio.Event()
-        try:
-            yield
-        finally:
-            self._inline_done = None
+        self._inline_done = anyio.Event()
+
+    def release(self) -> None:
+        """End :meth:`hold`: the phase takes its next item."""
+        done, self._inline_done = self._inline_done, None
+        if done is not None:
             done.set()
 
     @property
@@ -119,12 +124,16 @@ class CommitPhase:
     async def commit(self, request: Request) -> ContextResult:
         """Walk the stage list for ``request``, reporting each stage to its event sink."""
         sink = request.sink
+        if sink is None:
+            return await walk(request.job, self.state, self.stages)
 
         def on_stage(name: str, duration_ms: float) -> None:
-            if sink is not None:
-                sink(request, name, duration_ms)
+            sink(request, name, duration_ms)
 
         return await walk(request.job, self.state, self.stages, on_stage)
+
+    def _walk_awaits(self) -> bool:
+        return any(stage.awaits(self.state) for stage in self.stages)
 
     async def prepare(self, request: Request) -> None:
         """Redo the speculation that history or an index change made stale, before committing.

@@ -69,17 +69,39 @@ class Speculation:
         ahead = self._ahead_for(job, query)
         todo = self._todo(ahead)
         request.phase = Phase.SPECULATION
+        if not self._awaits(todo):
+            # One group on the loop: nothing abandon() could interrupt, so no scope.
+            try:
+                self.policy.observe(apply_group(job, self.state, todo))
+            except Exception as exc:
+                self._failed(job, ahead, todo, exc)
+            finally:
+                ahead.applied.update(s.name for s in todo if s.name in job.timings)
+            return
         with anyio.CancelScope() as scope:
             request.spec_scope = scope
             try:
                 await self._apply_stages(job, todo)
             except Exception as exc:
-                failed = next((s for s in todo if s.name not in job.timings), todo[-1])
-                annotate_stage_error(exc, failed.error_name)
-                ahead.error, ahead.error_stage = exc, failed.name
+                self._failed(job, ahead, todo, exc)
             finally:
                 ahead.applied.update(s.name for s in todo if s.name in job.timings)
         request.spec_scope = None
+
+    def _awaits(self, todo: Sequence[Stage]) -> bool:
+        """True when applying ``todo`` awaits: a stage that awaits, or a thread hop."""
+        if not todo:
+            return False
+        if any(stage.awaits(self.state) for stage in todo):
+            return True
+        return self.policy.should_offload(self.corpus_size)
+
+    @staticmethod
+    def _failed(job: Job, ahead: Ahead, todo: Sequence[Stage], exc: Exception) -> None:
+        """Record ``exc`` as the error of the first stage of ``todo`` that did not complete."""
+        failed = next((s for s in todo if s.name not in job.timings), todo[-1])
+        annotate_stage_error(exc, failed.error_name)
+        ahead.error, ahead.error_stage = exc, failed.name
 
     def _ahead_for(self, job: Job, query: Any) -> Ahead:
         """The job's speculation record for ``query``, keeping what still holds."""
