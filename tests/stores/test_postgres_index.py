@@ -308,3 +308,49 @@ async def test_a_store_with_the_older_schema_migrates(
 def test_ef_search_outside_pgvector_range_is_refused(ef_search: int) -> None:
     with pytest.raises(ValueError, match="ef_search must be between 1 and 1000"):
         PostgresIndexStore("postgresql://nobody@127.0.0.1:1/none", ef_search=ef_search)
+
+
+async def _downgrade_to_v4(url: str, prefix: str) -> None:
+    """Put the vectors back on the chunk rows, as schema step 4 kept them, under an HNSW index."""
+    p = prefix
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    async with conn, conn.transaction():
+        await conn.execute(f"ALTER TABLE {p}chunks ADD COLUMN embedding vector")
+        await conn.execute(
+            f"UPDATE {p}chunks c SET embedding = v.embedding FROM {p}vectors v WHERE v.pos = c.pos"
+        )
+        await conn.execute(f"DROP TABLE {p}vectors")
+        await conn.execute(
+            f"CREATE INDEX {p}chunks_hnsw ON {p}chunks USING hnsw"
+            f" ((embedding::vector(64)) vector_cosine_ops) WITH (m = 12, ef_construction = 40)"
+        )
+        await conn.execute(f"UPDATE {p}schema_version SET version = 4 WHERE component = 'index'")
+
+
+async def test_vectors_on_the_chunk_rows_move_to_their_table_with_the_hnsw_index(
+    postgres: PostgresServer, prefix: str
+) -> None:
+    docs = demo_docs()
+    memory, pg = await _stores(postgres.url, prefix, docs)
+    await pg.aclose()
+    await _downgrade_to_v4(postgres.url, prefix)
+    migrated = await PostgresIndexStore.open(postgres.url, prefix=prefix)
+    try:
+        async with await psycopg.AsyncConnection.connect(postgres.url) as conn:
+            cur = await conn.execute(
+                "SELECT relname, reloptions FROM pg_class WHERE relname LIKE %s ORDER BY relname",
+                (f"{prefix}%hnsw",),
+            )
+            assert await cur.fetchall() == [
+                (f"{prefix}vectors_hnsw", ["m=12", "ef_construction=40"])
+            ]
+        for query in QUERIES:
+            vector = embed([Doc("q", query, {})], 64)[0]
+            _same(await migrated.vector_search(vector, 10), await memory.vector_search(vector, 10))
+        # Writes after the migration keep the vectors table in step.
+        await memory.remove([docs[0].doc_id])
+        await migrated.remove([docs[0].doc_id])
+        vector = embed([Doc("q", QUERIES[0], {})], 64)[0]
+        _same(await migrated.vector_search(vector, 10), await memory.vector_search(vector, 10))
+    finally:
+        await migrated.aclose()

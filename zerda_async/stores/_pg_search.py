@@ -60,32 +60,25 @@ class PostgresSearches:
             if self.search == "hnsw":
                 rows = await self._hnsw_rows(conn, where, params, unit.shape[0])
             else:
-                params["margin"] = _margin(unit.shape[0])
-                cur = await conn.execute(
-                    f"WITH s AS MATERIALIZED (SELECT pos,"
-                    f" 1 - coalesce(nullif(embedding <=> %(q)s, 'NaN'), 1) AS approx"
-                    f" FROM {p}chunks WHERE unit IS NOT NULL AND {where})"
-                    f" SELECT c.pos, c.doc_id, c.text, c.metadata, c.unit"
-                    f" FROM s JOIN {p}chunks c USING (pos) WHERE s.approx >="
-                    f" (SELECT min(approx) FROM (SELECT approx FROM s"
-                    f" ORDER BY approx DESC LIMIT %(k)s) t) - %(margin)s",
-                    params,
-                )
-                rows = await cur.fetchall()
+                rows = await _exact_rows(conn, p, where, params, k, unit.shape[0])
         return _rescored(rows, unit, k)
 
     async def _hnsw_rows(
         self, conn: psycopg.AsyncConnection[Any], where: str, params: dict[str, Any], dim: int
     ) -> list[Any]:
         p = self.prefix
+        chunks = "" if where == "TRUE" else f" JOIN {p}chunks f USING (pos) WHERE {where}"
         async with conn.transaction():
             await conn.execute(f"SET LOCAL hnsw.ef_search = {self.ef_search}")
             if where != "TRUE":
+                # A filter drops candidates after the graph search: keep scanning
+                # until k pass it.
                 await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             cur = await conn.execute(
-                f"SELECT pos, doc_id, text, metadata, unit FROM {p}chunks"
-                f" WHERE unit IS NOT NULL AND {where}"
-                f" ORDER BY embedding::vector({dim}) <=> %(q)s::vector({dim}) LIMIT %(k)s",
+                f"SELECT c.pos, c.doc_id, c.text, c.metadata, c.unit FROM"
+                f" (SELECT v.pos FROM {p}vectors v{chunks}"
+                f" ORDER BY v.embedding::vector({dim}) <=> %(q)s::vector({dim})"
+                f" LIMIT %(k)s) s JOIN {p}chunks c USING (pos)",
                 params,
             )
             return await cur.fetchall()
@@ -127,6 +120,48 @@ class PostgresSearches:
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             rows = await keyword_rows(conn, self.prefix, terms, k, where, params)
         return [_hit(r[:4], float(r[4])) for r in rows]
+
+
+# The exact scan returns this many chunks beyond k, so the margin rarely needs more.
+_SLACK = 16
+
+
+async def _exact_rows(
+    conn: psycopg.AsyncConnection[Any],
+    prefix: str,
+    where: str,
+    params: dict[str, Any],
+    k: int,
+    dim: int,
+) -> list[Any]:
+    """Every chunk whose float32 cosine is within the error margin of the k-th best.
+
+    One scan of the narrow vectors table keeps the best ``k + _SLACK`` by the
+    float32 cosine (a bounded sort); the chunks within :func:`_margin` of the
+    k-th are the candidates that the float64 rescoring orders.  When the
+    slack is all within the margin (near-ties), the scan runs again without a
+    limit.
+    """
+    p = prefix
+    chunks = "" if where == "TRUE" else f" JOIN {p}chunks f USING (pos) WHERE {where}"
+    # A zero vector's distance is NaN: its cosine is 0, as in the memory index.
+    approx = "1 - coalesce(nullif(v.embedding <=> %(q)s, 'NaN'), 1)"
+    limit: int | None = k + _SLACK
+    while True:
+        cur = await conn.execute(
+            f"SELECT c.pos, c.doc_id, c.text, c.metadata, c.unit, s.approx FROM"
+            f" (SELECT v.pos, {approx} AS approx FROM {p}vectors v{chunks}"
+            f" ORDER BY approx DESC" + ("" if limit is None else f" LIMIT {int(limit)}") + ")"
+            f" s JOIN {p}chunks c USING (pos) ORDER BY s.approx DESC",
+            params,
+        )
+        rows = await cur.fetchall()
+        if not rows:
+            return []
+        floor = float(rows[min(k, len(rows)) - 1][5]) - _margin(dim)
+        if limit is None or len(rows) < limit or float(rows[-1][5]) < floor:
+            return [r[:5] for r in rows if float(r[5]) >= floor]
+        limit = None  # more near-ties than the slack: every chunk's cosine
 
 
 def _margin(dim: int) -> float:

@@ -2,7 +2,8 @@
 
 Layout (schema :data:`~._pg_sql.INDEX_SCHEMA`, migrated by the store): one row
 per chunk (corpus position, doc id, text, jsonb metadata, token count, the
-float64 unit embedding as bytes and the same as a pgvector ``vector``), the
+float64 unit embedding as bytes), the same embedding as a float32 pgvector
+``vector`` in a narrow table of its own (what an exact scan reads), the
 inverted index of :mod:`._pg_keyword` (terms with their document frequencies,
 one posting per (term, chunk) with its term frequency and the chunk length),
 and one corpus row holding the version and the BM25 totals.  Tokens come from the project's own
@@ -19,33 +20,29 @@ tokeniser in Python, so the analyser is exactly the in-memory one.
   with the in-memory expression, the per-posting weights and their sum in
   SQL from the query terms' postings only, in two phases that end with the
   in-memory float operations in the same order (:mod:`._pg_keyword`).
-* **Updates** run in one transaction that also bumps the version, so a
-  killed update leaves the old or the new corpus.  Bulk loads use COPY.
+* **Updates** (:mod:`._pg_writes`) run in one transaction that also bumps
+  the version, so a killed update leaves the old or the new corpus.  Bulk
+  loads use COPY.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
-import numpy as np
 import psycopg
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from pgvector.psycopg import register_vector_async
 from psycopg.types.json import Jsonb
 
-from ..core.index import unit_rows
 from ..core.index.analysis import DOCUMENTED, analyzer_for
-from ..core.index.chunks import chunk_doc_id, chunk_metadata, chunk_text
 from ..errors import ConfigError, StoreUnavailableError
 from ._pg_common import PgPool, migrate, valid_prefix
-from ._pg_keyword import add_postings, delete_postings
 from ._pg_search import PostgresSearches
 from ._pg_sql import INDEX_SCHEMA
+from ._pg_writes import bump, check_dim, copy_rows, delete_docs, lock_corpus, prepare
 
 __all__ = ["PostgresIndexStore"]
 
@@ -54,41 +51,11 @@ SearchMode = Literal["exact", "hnsw"]
 _INVERTED_INDEX_STEP = 4
 """The schema step that rewrote the postings as :mod:`._pg_keyword`'s inverted index."""
 
+_VECTORS_STEP = 5
+"""The schema step that moved the vectors into a table of their own."""
+
 _VACUUM_SHARE = 0.2
 """A write adding at least this share of the live chunks vacuums the postings after it."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """Chunks turned into rows outside the transaction (tokenising is the slow part)."""
-
-    doc_ids: list[str]
-    texts: list[str]
-    metadata: list[Any]
-    counts: list[Counter[str]]
-    rows: NDArray[np.float64] | None
-
-
-def _prepare(chunks: Sequence[Any], vectors: ArrayLike | None, analyzer: str) -> _Prepared:
-    tokenize = analyzer_for(analyzer).tokenize
-    doc_ids, texts, metas, counts = [], [], [], []
-    for chunk in chunks:
-        doc_id, text = chunk_doc_id(chunk), chunk_text(chunk)
-        if not isinstance(doc_id, str | int) or isinstance(doc_id, bool):
-            raise TypeError(f"chunk doc id {doc_id!r}: a PostgreSQL store needs str or int ids")
-        if not isinstance(text, str):
-            raise TypeError(f"chunk {doc_id!r}: text is {type(text).__name__}, not str")
-        if "\x00" in text:
-            raise ValueError(f"chunk {doc_id!r}: text contains NUL, which PostgreSQL rejects")
-        doc_ids.append(str(doc_id))
-        texts.append(text)
-        metas.append(dict(chunk_metadata(chunk)))
-        counts.append(Counter(tokenize(text)))
-    rows = None
-    if vectors is not None:
-        raw = np.asarray(vectors, dtype=np.float64).reshape(len(doc_ids), -1)
-        rows = unit_rows(raw).astype(np.float64, copy=False)
-    return _Prepared(doc_ids, texts, metas, counts, rows)
 
 
 class PostgresIndexStore(PostgresSearches):
@@ -141,14 +108,18 @@ class PostgresIndexStore(PostgresSearches):
         # The schema (and the vector extension) first: the pool's connections
         # register pgvector's types, which needs the extension to exist.
         found: list[int] = []
+        hnsw: list[dict[str, int]] = []
 
         async def upgrade(conn: psycopg.AsyncConnection[Any]) -> None:
+            hnsw.extend(await _hnsw_options(conn, f"{store.prefix}chunks_hnsw"))
             found.append(await migrate(conn, store.prefix, INDEX_SCHEMA, "index"))
 
         await store._pg.run_once(upgrade)
         await store._pg.open()
-        if 0 < found[0] < _INVERTED_INDEX_STEP:
-            await store._vacuum()  # the postings were rewritten by the migration
+        if 0 < found[0] < _VECTORS_STEP:
+            await store._vacuum()  # the migration rewrote tables
+            if hnsw:  # it dropped the HNSW index with the old vector column
+                await store.create_hnsw_index(hnsw[0]["m"], hnsw[0]["ef_construction"])
         return store
 
     @property
@@ -208,12 +179,13 @@ class PostgresIndexStore(PostgresSearches):
     async def remove(self, doc_ids: Sequence[str]) -> int:
         """Remove every chunk of ``doc_ids`` in one transaction."""
         ids = [str(d) for d in doc_ids]
+        p = self.prefix
         async with self._pg.connection() as conn, conn.transaction():
-            n_live, total, _, _ = await self._lock_corpus(conn)
-            gone, gone_length = await self._delete(conn, ids)
+            n_live, total, _, _ = await lock_corpus(conn, p)
+            gone, gone_length = await delete_docs(conn, p, ids)
             if not gone:
-                return await self._bump(conn, 0, n_live, total, None, None)
-            return await self._bump(conn, 1, n_live - gone, total - gone_length, None, None)
+                return await bump(conn, p, 0, n_live, total, None, None)
+            return await bump(conn, p, 1, n_live - gone, total - gone_length, None, None)
 
     async def create_hnsw_index(
         self, m: int = 16, ef_construction: int = 64, *, maintenance_work_mem: str | None = None
@@ -233,12 +205,13 @@ class PostgresIndexStore(PostgresSearches):
                 await conn.execute(
                     "SELECT set_config('maintenance_work_mem', %s, true)", (maintenance_work_mem,)
                 )
-            await conn.execute(f"DROP INDEX IF EXISTS {p}chunks_hnsw")
+            await conn.execute(f"DROP INDEX IF EXISTS {p}vectors_hnsw")
             await conn.execute(
-                f"CREATE INDEX {p}chunks_hnsw ON {p}chunks USING hnsw"
+                f"CREATE INDEX {p}vectors_hnsw ON {p}vectors USING hnsw"
                 f" ((embedding::vector({int(dim)})) vector_cosine_ops)"
                 f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
             )
+        await self._vacuum()  # fresh statistics, so the planner costs the new index
 
     async def _write(
         self,
@@ -250,22 +223,23 @@ class PostgresIndexStore(PostgresSearches):
     ) -> int:
         if not items:
             return await self.version()
-        prepared = await anyio.to_thread.run_sync(_prepare, items, vectors, self.analyzer)
+        prepared = await anyio.to_thread.run_sync(prepare, items, vectors, self.analyzer)
+        p = self.prefix
         async with self._pg.connection() as conn, conn.transaction():
-            n_live, total, next_pos, dim = await self._lock_corpus(conn)
+            n_live, total, next_pos, dim = await lock_corpus(conn, p)
             await self._claim_analyzer(conn)
             gone, gone_length = 0, 0
             if replace:
                 ids = [*prepared.doc_ids, *(str(d) for d in extra)]
-                gone, gone_length = await self._delete(conn, list(dict.fromkeys(ids)))
-            new_dim = _check_dim(dim, n_live - gone, prepared.rows)
-            await self._copy(conn, prepared, next_pos)
-            added = sum(sum(c.values()) for c in prepared.counts)
-            version = await self._bump(
+                gone, gone_length = await delete_docs(conn, p, list(dict.fromkeys(ids)))
+            new_dim = check_dim(dim, n_live - gone, prepared.rows)
+            await copy_rows(conn, p, prepared, next_pos)
+            version = await bump(
                 conn,
+                p,
                 1,
                 n_live - gone + len(items),
-                total - gone_length + added,
+                total - gone_length + prepared.tokens,
                 next_pos + len(items),
                 new_dim,
             )
@@ -284,18 +258,8 @@ class PostgresIndexStore(PostgresSearches):
         p = self.prefix
         with contextlib.suppress(StoreUnavailableError, psycopg.Error):
             async with self._pg.connection() as conn:
-                await conn.execute(f"VACUUM (ANALYZE) {p}postings, {p}terms")
+                await conn.execute(f"VACUUM (ANALYZE) {p}postings, {p}terms, {p}vectors")
                 await conn.execute(f"ANALYZE {p}chunks")
-
-    async def _lock_corpus(
-        self, conn: psycopg.AsyncConnection[Any]
-    ) -> tuple[int, int, int, int | None]:
-        cur = await conn.execute(
-            f"SELECT n_live, total_length, next_pos, dim FROM {self.prefix}corpus FOR UPDATE"
-        )
-        row = await cur.fetchone()
-        assert row is not None
-        return int(row[0]), int(row[1]), int(row[2]), row[3]
 
     async def _claim_analyzer(self, conn: psycopg.AsyncConnection[Any]) -> None:
         """Record this store's analyser on the first write; refuse another one."""
@@ -333,59 +297,6 @@ class PostgresIndexStore(PostgresSearches):
         if row is not None and row[0] is not None:
             _check_analyzer(str(row[0]), self.analyzer)
 
-    async def _delete(self, conn: psycopg.AsyncConnection[Any], ids: list[str]) -> tuple[int, int]:
-        p = self.prefix
-        cur = await conn.execute(
-            f"DELETE FROM {p}chunks WHERE doc_id = ANY(%s) RETURNING pos, length", (ids,)
-        )
-        rows = await cur.fetchall()
-        if rows:
-            await delete_postings(conn, p, [int(r[0]) for r in rows])
-        return len(rows), sum(int(r[1]) for r in rows)
-
-    async def _copy(self, conn: psycopg.AsyncConnection[Any], prep: _Prepared, start: int) -> None:
-        p = self.prefix
-        cur = conn.cursor()
-        columns = "pos, doc_id, text, metadata, length, unit, embedding"
-        async with cur.copy(f"COPY {p}chunks ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(["int8", "text", "text", "jsonb", "int4", "bytea", "vector"])
-            for i, doc_id in enumerate(prep.doc_ids):
-                row = None if prep.rows is None else prep.rows[i]
-                await copy.write_row(
-                    (
-                        start + i,
-                        doc_id,
-                        prep.texts[i],
-                        Jsonb(prep.metadata[i]),
-                        sum(prep.counts[i].values()),
-                        None if row is None else row.tobytes(),
-                        None if row is None else row.astype(np.float32),
-                    )
-                )
-        await add_postings(conn, p, prep.counts, start)
-
-    async def _bump(
-        self,
-        conn: psycopg.AsyncConnection[Any],
-        step: int,
-        n_live: int,
-        total: int,
-        next_pos: int | None,
-        dim: int | None,
-    ) -> int:
-        cur = await conn.execute(
-            f"UPDATE {self.prefix}corpus SET version = version + %s, n_live = %s,"
-            " total_length = %s, next_pos = coalesce(%s, next_pos),"
-            " dim = CASE WHEN %s::bigint = 0 THEN NULL ELSE coalesce(%s, dim) END"
-            " RETURNING version",
-            (step, n_live, total, next_pos, n_live, dim),
-        )
-        row = await cur.fetchone()
-        assert row is not None
-        return int(row[0])
-
-    # -- searches ----------------------------------------------------------------------
-
 
 def _check_analyzer(stored: str, mine: str) -> None:
     if stored != mine:
@@ -395,15 +306,13 @@ def _check_analyzer(stored: str, mine: str) -> None:
         )
 
 
-def _check_dim(dim: int | None, remaining: int, rows: NDArray[np.float64] | None) -> int | None:
-    """The dimension after a write; vectors are all-or-nothing, as in the memory index."""
-    if remaining == 0:
-        return None if rows is None else int(rows.shape[1])
-    has_vectors = dim is not None
-    if (rows is None) == has_vectors:
-        raise ValueError("vectors must be given exactly when the index store holds vectors")
-    if rows is not None and rows.shape[1] != dim:
-        raise ValueError(
-            f"embedding dimension {rows.shape[1]} does not match the index store ({dim})"
-        )
-    return dim
+async def _hnsw_options(conn: psycopg.AsyncConnection[Any], index: str) -> list[dict[str, int]]:
+    """The ``m`` and ``ef_construction`` of HNSW index ``index`` (empty when there is none)."""
+    cur = await conn.execute("SELECT reloptions FROM pg_class WHERE relname = %s", (index,))
+    row = await cur.fetchone()
+    if row is None:
+        return []
+    options = dict(str(o).split("=", 1) for o in row[0] or [])
+    return [
+        {"m": int(options.get("m", 16)), "ef_construction": int(options.get("ef_construction", 64))}
+    ]
