@@ -161,11 +161,12 @@ def _sizes(url: str) -> dict[str, int]:
     import psycopg
 
     sql = {
-        "chunks (text, jsonb, vectors)": "pg_total_relation_size('zerda_chunks')"
-        " - pg_relation_size('zerda_chunks_hnsw')",
+        "chunks (text, jsonb, float64 vectors)": "pg_total_relation_size('zerda_chunks')",
+        "vectors (float32, the scanned table)": "pg_total_relation_size('zerda_vectors')"
+        " - pg_relation_size('zerda_vectors_hnsw')",
         "postings and terms (inverted index)": "pg_total_relation_size('zerda_postings')"
         " + pg_total_relation_size('zerda_terms')",
-        "HNSW index": "pg_relation_size('zerda_chunks_hnsw')",
+        "HNSW index": "pg_relation_size('zerda_vectors_hnsw')",
     }
     with psycopg.connect(url) as conn:
         return {name: int(conn.execute(f"SELECT {e}").fetchone()[0]) for name, e in sql.items()}  # type: ignore[index]

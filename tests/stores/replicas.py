@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -48,12 +48,18 @@ def index_files(store: str, *paths: Path) -> str:
 
 @contextmanager
 def replicas(
-    store: str, state: str, count: int = 2, timeout: float = 5.0, ready: str = "/healthz"
+    store: str,
+    state: str,
+    count: int = 2,
+    timeout: float = 5.0,
+    ready: str = "/healthz",
+    extra: Sequence[str] = (),
 ) -> Iterator[list[str]]:
     """``count`` ``zerda serve --store --state`` processes; their base URLs, stopped on exit.
 
     ``timeout`` is each replica's request timeout; the processes are up once
     ``ready`` answers 200 (``/readyz`` also waits for every store to answer).
+    ``extra`` are more ``zerda serve`` options.
     """
     processes: list[subprocess.Popen[str]] = []
     urls = []
@@ -61,7 +67,7 @@ def replicas(
         for _ in range(count):
             port = free_port()
             argv = [str(ZERDA), "serve", "--store", store, "--state", state, "--port", str(port)]
-            argv += ["--request-timeout", str(timeout)]
+            argv += ["--request-timeout", str(timeout), *extra]
             processes.append(
                 subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             )

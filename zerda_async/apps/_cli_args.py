@@ -58,6 +58,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _ef_search(text: str) -> int:
+    value = _positive_int(text)
+    if value > 1000:
+        raise argparse.ArgumentTypeError(f"expected 1-1000 (pgvector's range), got {text!r}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -174,6 +181,26 @@ def _add_index(commands: Any) -> None:
         "are reported and skipped",
     )
     p.add_argument(
+        "--hnsw",
+        action="store_true",
+        help="with --store: (re)build the store's HNSW index after writing, for "
+        "'zerda serve --vector-search hnsw'",
+    )
+    p.add_argument(
+        "--hnsw-m",
+        type=_positive_int,
+        default=32,
+        metavar="N",
+        help="HNSW links per node (default 32)",
+    )
+    p.add_argument(
+        "--hnsw-ef-construction",
+        type=_positive_int,
+        default=200,
+        metavar="N",
+        help="HNSW build candidate list (default 200)",
+    )
+    p.add_argument(
         "--dim",
         type=_positive_int,
         default=256,
@@ -277,6 +304,21 @@ def _add_serve(commands: Any) -> None:
         default=[],
         metavar="ORIGIN",
         help="let pages from ORIGIN call the service (repeatable; none by default)",
+    )
+    p.add_argument(
+        "--vector-search",
+        choices=("exact", "hnsw"),
+        default="exact",
+        help="with a postgresql:// store: exact cosine (default) or its HNSW index "
+        "(built by 'zerda index --store URL --hnsw')",
+    )
+    p.add_argument(
+        "--ef-search",
+        type=_ef_search,
+        default=400,
+        metavar="N",
+        help="HNSW candidate list size, 1-1000 (default 400: recall@20 0.95 on "
+        "bench/bench_scaleout.py's 64-dim vectors)",
     )
     _add_profile_flags(p, building=False)
 

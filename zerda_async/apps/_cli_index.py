@@ -39,6 +39,8 @@ __all__ = ["check_profile", "cmd_index"]
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    if args.hnsw and args.store is None:
+        raise UsageError("--hnsw builds an index store's HNSW index: use it with --store URL")
     if args.store is not None:
         return _index_into_store(args)
     out = Path(args.out)
@@ -146,11 +148,16 @@ def _index_into_store(args: argparse.Namespace) -> int:
     report = _read_report(args, args.chunk_size or CHUNK_SIZES[args.profile])
     config = profile_config(args.profile)
     choice = choose_embedder(args.profile, args.embedder, args.dim)
+    if args.hnsw and choice.embedder is None:
+        raise UsageError(
+            f"--hnsw needs vectors, and the {args.profile} profile with --embedder"
+            f" {args.embedder or 'auto'} is keyword only: choose an --embedder"
+        )
     params = {} if choice.embedder is None else choice.embedder.params()
     mine = StoreProfile(args.profile, config.retriever.text_analyzer, choice.name, params)
     started = time.perf_counter()
 
-    async def run() -> int:
+    async def run() -> tuple[int, float | None]:
         recorded = None
         store = await PostgresIndexStore.open(args.store, analyzer=mine.text_analyzer)
         try:
@@ -170,17 +177,26 @@ def _index_into_store(args: argparse.Namespace) -> int:
                 batch = getattr(choice.embedder, "embed_batch", None)
                 vectors = batch(texts) if batch else [choice.embedder(t) for t in texts]
             version: int = await store.replace(report.chunks, vectors, also_remove=gone)
-            return version
+            if not args.hnsw:
+                return version, None
+            started_hnsw = time.perf_counter()
+            await store.create_hnsw_index(args.hnsw_m, args.hnsw_ef_construction)
+            return version, time.perf_counter() - started_hnsw
         finally:
             await store.aclose()
 
-    version = anyio.run(run)
+    version, hnsw_seconds = anyio.run(run)
     elapsed = time.perf_counter() - started
     print(
         f"indexed {len(report.chunks)} chunks from {len(report.files)} file(s) into the index "
         f"store (corpus version {version}) in {elapsed:.2f} s ({len(report.skipped)} skipped)"
     )
     print(mine.describe())
+    if hnsw_seconds is not None:
+        print(
+            f"built the HNSW index (m {args.hnsw_m}, ef_construction {args.hnsw_ef_construction})"
+            f" in {hnsw_seconds:.2f} s: serve it with --vector-search hnsw"
+        )
     return 0
 
 

@@ -106,6 +106,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError("give the index once: 'zerda serve DIR' or 'zerda serve --store URL'")
     store: str = args.store or args.index_dir
     check_state_url(args.state)
+    if args.vector_search == "hnsw" and not is_postgres_url(store):
+        raise UsageError(
+            "--vector-search hnsw needs a postgresql:// index store (a saved directory"
+            " is searched exactly in memory)"
+        )
 
     async def check_index() -> None:
         # Load once before uvicorn starts, so a bad index is a one-line error.
@@ -127,6 +132,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_pending=args.max_pending,
         cors_origins=list(args.cors_origin),
         api_key=api_key,
+        vector_search=args.vector_search,
+        ef_search=args.ef_search,
     )
     if default_template is not None:
         settings.default_template = default_template
@@ -147,17 +154,22 @@ def _check_store_profile(args: argparse.Namespace, url: str) -> str | None:
     from zerda_async.stores import PostgresIndexStore
     from zerda_async.stores._pg_common import redact
 
-    async def read() -> Any:
+    async def read() -> tuple[Any, bool]:
         store = await PostgresIndexStore.open(url, connect_timeout=2.0, operation_timeout=5.0)
         try:
-            return await read_profile(store)
+            return await read_profile(store), await store.has_hnsw_index()
         finally:
             await store.aclose()
 
     try:
-        recorded = anyio.run(read)
+        recorded, has_hnsw = anyio.run(read)
     except (StoreUnavailableError, OSError):
         return None
+    if args.vector_search == "hnsw" and not has_hnsw:
+        raise UsageError(
+            f"--vector-search hnsw: the index store {redact(url)} has no HNSW index;"
+            " build it with 'zerda index PATH... --store URL --hnsw'"
+        )
     if recorded is None:
         return None
     check_requested(redact(url), recorded.profile, recorded.embedder, args.profile, args.embedder)

@@ -187,6 +187,11 @@ class PostgresIndexStore(PostgresSearches):
                 return await bump(conn, p, 0, n_live, total, None, None)
             return await bump(conn, p, 1, n_live - gone, total - gone_length, None, None)
 
+    async def has_hnsw_index(self) -> bool:
+        """True once :meth:`create_hnsw_index` has built the index (``search="hnsw"`` uses it)."""
+        async with self._pg.connection() as conn:
+            return bool(await _hnsw_options(conn, f"{self.prefix}vectors_hnsw"))
+
     async def create_hnsw_index(
         self, m: int = 16, ef_construction: int = 64, *, maintenance_work_mem: str | None = None
     ) -> None:

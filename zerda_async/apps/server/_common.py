@@ -40,6 +40,10 @@ class ServiceSettings(msgspec.Struct, kw_only=True):
     api_key: str | None = None
     """When set, every endpoint but ``/healthz`` and the page's static files requires
     ``Authorization: Bearer <api_key>`` (401 otherwise)."""
+    vector_search: str = "exact"
+    """A PostgreSQL index store's vector search: ``"exact"`` or ``"hnsw"`` (its HNSW index)."""
+    ef_search: int = 100
+    """HNSW candidate list size (with ``vector_search="hnsw"``)."""
 
 
 def json_response(

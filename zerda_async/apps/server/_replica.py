@@ -111,9 +111,17 @@ class StoreSet:
     """The stores of one service process, opened by the first engine and closed by the last."""
 
     def __init__(
-        self, store: str, state: str, *, prefix: str = "zerda_", request_timeout: float = 30.0
+        self,
+        store: str,
+        state: str,
+        *,
+        prefix: str = "zerda_",
+        request_timeout: float = 30.0,
+        vector_search: str = "exact",
+        ef_search: int = 100,
     ) -> None:
         check_state_url(state)
+        self.vector_search, self.ef_search = vector_search, ef_search
         # A request may await a few store operations: each gets a share of its deadline,
         # so a store that does not answer is reported (503) before the request times out.
         self.timeout = max(0.2, min(5.0, request_timeout / 4))
@@ -152,6 +160,8 @@ class StoreSet:
             prefix=self.prefix,
             operation_timeout=2 * self.timeout,
             connect_timeout=self.timeout,
+            search="hnsw" if self.vector_search == "hnsw" else "exact",
+            ef_search=self.ef_search,
         )
         opened.append(index)
         recorded = await read_profile(index)

@@ -67,7 +67,13 @@ def store_app(
     """
     settings = settings or ServiceSettings()
     engine_kwargs.setdefault("max_in_flight", max(1, min(settings.max_pending, 256)))
-    store_set = StoreSet(store, state, request_timeout=settings.request_timeout)
+    store_set = StoreSet(
+        store,
+        state,
+        request_timeout=settings.request_timeout,
+        vector_search=settings.vector_search,
+        ef_search=settings.ef_search,
+    )
     info: dict[str, Any] = store_set.description()
     if not is_postgres_url(store):
         manifest = read_manifest(store)
