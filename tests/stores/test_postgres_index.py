@@ -354,3 +354,69 @@ async def test_vectors_on_the_chunk_rows_move_to_their_table_with_the_hnsw_index
         _same(await migrated.vector_search(vector, 10), await memory.vector_search(vector, 10))
     finally:
         await migrated.aclose()
+
+
+async def test_common_terms_postings_are_skipped_only_when_proven_harmless(
+    postgres: PostgresServer, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Phase 1 without the common terms' other postings returns the memory index's top k."""
+    import random
+
+    from zerda_async.stores import _pg_keyword
+
+    rng = random.Random(11)
+    common = ["the", "of", "and", "river"]
+    rare = [f"word{i}" for i in range(300)]
+    docs = []
+    for i in range(600):
+        words = rng.sample(common, rng.randint(1, 4)) + rng.sample(rare, rng.randint(0, 3))
+        rng.shuffle(words)
+        docs.append(Doc(f"c{i}", " ".join(words * rng.randint(1, 2)), {"n": i % 3}))
+    # A rare term only in long chunks, which score below short chunks of common
+    # terms alone: skipping the common terms' postings would lose those.
+    filler = " ".join(f"pad{j}" for j in range(80))
+    docs += [Doc(f"long{i}", f"lonely {filler}", {"n": i % 3}) for i in range(20)]
+    memory, pg = await _stores(postgres.url, prefix, docs, dim=16)
+    outcomes: list[bool] = []
+    pruned = _pg_keyword._pruned_phase1
+
+    async def spy(*args: Any, **kwargs: Any) -> Any:
+        rows = await pruned(*args, **kwargs)
+        outcomes.append(rows is not None)
+        return rows
+
+    monkeypatch.setattr(_pg_keyword, "_pruned_phase1", spy)
+    try:
+        queries = [f"the {rare[i]} of {rare[i + 1]} river" for i in range(0, 60, 3)]
+        queries += ["the and of river", f"the {rare[5]}", f"{rare[7]} {rare[8]} {rare[9]}"]
+        queries += ["the of and river lonely"]
+        for query in queries:
+            for k, filters in [(10, None), (3, {"n": 1})]:
+                expected = await memory.keyword_search(query, k, filters)
+                assert _ranked(await pg.keyword_search(query, k, filters)) == _ranked(expected)
+        assert any(outcomes), "the common terms' postings were never skipped"
+        assert not all(outcomes), "the fallback to every posting was never needed"
+    finally:
+        await pg.aclose()
+
+
+async def test_chunks_with_zero_vectors_score_zero_as_in_memory(
+    postgres: PostgresServer, prefix: str
+) -> None:
+    """A zero vector's cosine is 0 (pgvector says NaN): it ranks above negative cosines."""
+    rng = np.random.default_rng(5)
+    docs = [Doc(f"z{i}", f"chunk {i}") for i in range(80)]
+    vectors = rng.normal(size=(80, 8))
+    vectors[[3, 40, 77]] = 0.0
+    memory = MemoryIndexStore()
+    await memory.add(docs, vectors)
+    pg = await PostgresIndexStore.open(postgres.url, prefix=prefix)
+    try:
+        await pg.add(docs, vectors)
+        for query in rng.normal(size=(6, 8)):
+            for k in (5, 40, 80):
+                expected = await memory.vector_search(query, k)
+                _same(expected, await pg.vector_search(query, k))
+        assert {"z3", "z40", "z77"} <= {h.chunk.doc_id for h in expected}
+    finally:
+        await pg.aclose()

@@ -7,6 +7,7 @@ docstring.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -137,31 +138,55 @@ async def _exact_rows(
     """Every chunk whose float32 cosine is within the error margin of the k-th best.
 
     One scan of the narrow vectors table keeps the best ``k + _SLACK`` by the
-    float32 cosine (a bounded sort); the chunks within :func:`_margin` of the
-    k-th are the candidates that the float64 rescoring orders.  When the
-    slack is all within the margin (near-ties), the scan runs again without a
-    limit.
+    float32 cosine distance (a bounded sort on pgvector's operator alone);
+    the chunks within :func:`_margin` of the k-th are the candidates that the
+    float64 rescoring orders.  When the slack is all within the margin
+    (near-ties), or the cut reaches cosines near 0 — where a zero vector,
+    whose distance is NaN and sorts last, scores 0 in the memory index — the
+    scan runs again with the exact ordering of every chunk.
     """
+    margin = _margin(dim)
+    distance = "v.embedding <=> %(q)s"
+    rows = await _scan(conn, prefix, where, params, k + _SLACK, distance)
+    scored = [(*r[:5], 1.0 - float(r[5])) for r in rows]  # NaN stays NaN
+    if not scored:
+        return []
+    floor = scored[min(k, len(scored)) - 1][5] - margin
+    last = scored[-1][5]
+    zero_vectors = any(math.isnan(r[5]) for r in scored)
+    if not zero_vectors and (len(scored) < k + _SLACK or margin < last < floor):
+        return [r[:5] for r in scored if r[5] >= floor]
+    # The ordering that matches the memory index everywhere: NaN (a zero vector) as 0.
+    approx = f"1 - coalesce(nullif({distance}, 'NaN'), 1)"
+    rows = await _scan(conn, prefix, where, params, None, f"{approx}", descending=True)
+    if not rows:
+        return []
+    floor = float(rows[min(k, len(rows)) - 1][5]) - margin
+    return [r[:5] for r in rows if float(r[5]) >= floor]
+
+
+async def _scan(
+    conn: psycopg.AsyncConnection[Any],
+    prefix: str,
+    where: str,
+    params: dict[str, Any],
+    limit: int | None,
+    key: str,
+    *,
+    descending: bool = False,
+) -> list[Any]:
+    """Chunk rows with their sort ``key`` (computed once per vector), best first."""
     p = prefix
     chunks = "" if where == "TRUE" else f" JOIN {p}chunks f USING (pos) WHERE {where}"
-    # A zero vector's distance is NaN: its cosine is 0, as in the memory index.
-    approx = "1 - coalesce(nullif(v.embedding <=> %(q)s, 'NaN'), 1)"
-    limit: int | None = k + _SLACK
-    while True:
-        cur = await conn.execute(
-            f"SELECT c.pos, c.doc_id, c.text, c.metadata, c.unit, s.approx FROM"
-            f" (SELECT v.pos, {approx} AS approx FROM {p}vectors v{chunks}"
-            f" ORDER BY approx DESC" + ("" if limit is None else f" LIMIT {int(limit)}") + ")"
-            f" s JOIN {p}chunks c USING (pos) ORDER BY s.approx DESC",
-            params,
-        )
-        rows = await cur.fetchall()
-        if not rows:
-            return []
-        floor = float(rows[min(k, len(rows)) - 1][5]) - _margin(dim)
-        if limit is None or len(rows) < limit or float(rows[-1][5]) < floor:
-            return [r[:5] for r in rows if float(r[5]) >= floor]
-        limit = None  # more near-ties than the slack: every chunk's cosine
+    cut = "" if limit is None else f" LIMIT {int(limit)}"
+    order = "o DESC" if descending else "o"
+    cur = await conn.execute(
+        f"SELECT c.pos, c.doc_id, c.text, c.metadata, c.unit, s.o FROM"
+        f" (SELECT v.pos, {key} AS o FROM {p}vectors v{chunks} ORDER BY {order}{cut})"
+        f" s JOIN {p}chunks c USING (pos) ORDER BY s.{order}",
+        params,
+    )
+    return list(await cur.fetchall())
 
 
 def _margin(dim: int) -> float:
