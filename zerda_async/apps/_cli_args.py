@@ -180,26 +180,7 @@ def _add_index(commands: Any) -> None:
         help="in folders, read every file (not only the text extensions); non-UTF-8 files "
         "are reported and skipped",
     )
-    p.add_argument(
-        "--hnsw",
-        action="store_true",
-        help="with --store: (re)build the store's HNSW index after writing, for "
-        "'zerda serve --vector-search hnsw'",
-    )
-    p.add_argument(
-        "--hnsw-m",
-        type=_positive_int,
-        default=32,
-        metavar="N",
-        help="HNSW links per node (default 32)",
-    )
-    p.add_argument(
-        "--hnsw-ef-construction",
-        type=_positive_int,
-        default=200,
-        metavar="N",
-        help="HNSW build candidate list (default 200)",
-    )
+    _add_hnsw_flags(p)
     p.add_argument(
         "--dim",
         type=_positive_int,
@@ -305,6 +286,36 @@ def _add_serve(commands: Any) -> None:
         metavar="ORIGIN",
         help="let pages from ORIGIN call the service (repeatable; none by default)",
     )
+    _add_vector_search_flags(p)
+    _add_profile_flags(p, building=False)
+
+
+def _add_hnsw_flags(p: argparse.ArgumentParser) -> None:
+    """``zerda index --store URL --hnsw``: build the store's HNSW index, and its settings."""
+    p.add_argument(
+        "--hnsw",
+        action="store_true",
+        help="with --store: (re)build the store's HNSW index after writing, for "
+        "'zerda serve --vector-search hnsw'",
+    )
+    p.add_argument(
+        "--hnsw-m",
+        type=_positive_int,
+        default=32,
+        metavar="N",
+        help="HNSW links per node (default 32)",
+    )
+    p.add_argument(
+        "--hnsw-ef-construction",
+        type=_positive_int,
+        default=200,
+        metavar="N",
+        help="HNSW build candidate list (default 200)",
+    )
+
+
+def _add_vector_search_flags(p: argparse.ArgumentParser) -> None:
+    """``zerda serve --vector-search hnsw --ef-search N``: how a PostgreSQL store searches."""
     p.add_argument(
         "--vector-search",
         choices=("exact", "hnsw"),
@@ -320,7 +331,6 @@ def _add_serve(commands: Any) -> None:
         help="HNSW candidate list size, 1-1000 (default 400: recall@20 0.95 on "
         "bench/bench_scaleout.py's 64-dim vectors)",
     )
-    _add_profile_flags(p, building=False)
 
 
 def _add_demo(commands: Any) -> None:

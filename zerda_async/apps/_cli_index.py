@@ -135,13 +135,9 @@ def _index_into_store(args: argparse.Namespace) -> int:
     writing into a store built with other ones is a one-line error.
     """
     from zerda_async.apps.server._replica import (
-        PROFILE_SETTING,
         StoreProfile,
         is_postgres_url,
-        read_profile,
     )
-    from zerda_async.stores import PostgresIndexStore
-    from zerda_async.stores._pg_common import redact
 
     if not is_postgres_url(args.store):
         raise UsageError(f"--store {args.store!r}: give a postgresql://... URL (or use --out)")
@@ -157,35 +153,7 @@ def _index_into_store(args: argparse.Namespace) -> int:
     mine = StoreProfile(args.profile, config.retriever.text_analyzer, choice.name, params)
     started = time.perf_counter()
 
-    async def run() -> tuple[int, float | None]:
-        recorded = None
-        store = await PostgresIndexStore.open(args.store, analyzer=mine.text_analyzer)
-        try:
-            recorded = await read_profile(store)
-            if recorded is not None and recorded != mine:
-                raise UsageError(
-                    f"the index store {redact(args.store)} was built with the "
-                    f"{recorded.describe()}; index into it with the same --profile, --embedder "
-                    f"and --dim (got the {mine.describe()})"
-                )
-            await store.set_setting(PROFILE_SETTING, mine.record())
-            # Files indexed again replace their chunks (doc ids come from the file names).
-            gone = await _stale_doc_ids(store, report)
-            vectors = None
-            if choice.embedder is not None:
-                texts = [c.text for c in report.chunks]
-                batch = getattr(choice.embedder, "embed_batch", None)
-                vectors = batch(texts) if batch else [choice.embedder(t) for t in texts]
-            version: int = await store.replace(report.chunks, vectors, also_remove=gone)
-            if not args.hnsw:
-                return version, None
-            started_hnsw = time.perf_counter()
-            await store.create_hnsw_index(args.hnsw_m, args.hnsw_ef_construction)
-            return version, time.perf_counter() - started_hnsw
-        finally:
-            await store.aclose()
-
-    version, hnsw_seconds = anyio.run(run)
+    version, hnsw_seconds = anyio.run(_write_store, args, report, choice, mine)
     elapsed = time.perf_counter() - started
     print(
         f"indexed {len(report.chunks)} chunks from {len(report.files)} file(s) into the index "
@@ -198,6 +166,41 @@ def _index_into_store(args: argparse.Namespace) -> int:
             f" in {hnsw_seconds:.2f} s: serve it with --vector-search hnsw"
         )
     return 0
+
+
+async def _write_store(
+    args: argparse.Namespace, report: Any, choice: Any, mine: Any
+) -> tuple[int, float | None]:
+    """Write the chunks of ``report`` into ``--store``; (version, HNSW build seconds or None)."""
+    from zerda_async.apps.server._replica import PROFILE_SETTING, read_profile
+    from zerda_async.stores import PostgresIndexStore
+    from zerda_async.stores._pg_common import redact
+
+    store = await PostgresIndexStore.open(args.store, analyzer=mine.text_analyzer)
+    try:
+        recorded = await read_profile(store)
+        if recorded is not None and recorded != mine:
+            raise UsageError(
+                f"the index store {redact(args.store)} was built with the "
+                f"{recorded.describe()}; index into it with the same --profile, --embedder "
+                f"and --dim (got the {mine.describe()})"
+            )
+        await store.set_setting(PROFILE_SETTING, mine.record())
+        # Files indexed again replace their chunks (doc ids come from the file names).
+        gone = await _stale_doc_ids(store, report)
+        vectors = None
+        if choice.embedder is not None:
+            texts = [c.text for c in report.chunks]
+            batch = getattr(choice.embedder, "embed_batch", None)
+            vectors = batch(texts) if batch else [choice.embedder(t) for t in texts]
+        version: int = await store.replace(report.chunks, vectors, also_remove=gone)
+        if not args.hnsw:
+            return version, None
+        started_hnsw = time.perf_counter()
+        await store.create_hnsw_index(args.hnsw_m, args.hnsw_ef_construction)
+        return version, time.perf_counter() - started_hnsw
+    finally:
+        await store.aclose()
 
 
 async def _stale_doc_ids(store: Any, report: Any) -> list[str]:

@@ -67,21 +67,22 @@ class PostgresSearches:
     async def _hnsw_rows(
         self, conn: psycopg.AsyncConnection[Any], where: str, params: dict[str, Any], dim: int
     ) -> list[Any]:
+        # hnsw.ef_search is set for the session when the pool opens the connection.
         p = self.prefix
         chunks = "" if where == "TRUE" else f" JOIN {p}chunks f USING (pos) WHERE {where}"
+        sql = (
+            f"SELECT c.pos, c.doc_id, c.text, c.metadata, c.unit FROM"
+            f" (SELECT v.pos FROM {p}vectors v{chunks}"
+            f" ORDER BY v.embedding::vector({dim}) <=> %(q)s::vector({dim})"
+            f" LIMIT %(k)s) s JOIN {p}chunks c USING (pos)"
+        )
+        if where == "TRUE":
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
         async with conn.transaction():
-            await conn.execute(f"SET LOCAL hnsw.ef_search = {self.ef_search}")
-            if where != "TRUE":
-                # A filter drops candidates after the graph search: keep scanning
-                # until k pass it.
-                await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cur = await conn.execute(
-                f"SELECT c.pos, c.doc_id, c.text, c.metadata, c.unit FROM"
-                f" (SELECT v.pos FROM {p}vectors v{chunks}"
-                f" ORDER BY v.embedding::vector({dim}) <=> %(q)s::vector({dim})"
-                f" LIMIT %(k)s) s JOIN {p}chunks c USING (pos)",
-                params,
-            )
+            # A filter drops candidates after the graph search: keep scanning until k pass.
+            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cur = await conn.execute(sql, params)
             return await cur.fetchall()
 
     async def metadata_search(self, pairs: Mapping[str, Any], k: int) -> list[Hit]:

@@ -98,8 +98,14 @@ class PostgresIndexStore(PostgresSearches):
             max_size=pool_size,
             operation_timeout=operation_timeout,
             connect_timeout=connect_timeout,
-            configure=register_vector_async,
+            configure=self._configure,
         )
+
+    async def _configure(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Each new connection: pgvector's types, and the HNSW candidate list for the session."""
+        await register_vector_async(conn)
+        if self.search == "hnsw":
+            await conn.execute(f"SET hnsw.ef_search = {self.ef_search}")
 
     @classmethod
     async def open(cls, url: str, **options: Any) -> PostgresIndexStore:
