@@ -308,9 +308,9 @@ def _add_hnsw_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--hnsw-ef-construction",
         type=_positive_int,
-        default=200,
+        default=400,
         metavar="N",
-        help="HNSW build candidate list (default 200)",
+        help="HNSW build candidate list (default 400)",
     )
 
 

@@ -100,14 +100,17 @@ class PgPool:
             raise self.unavailable(exc) from exc
 
     @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """A pooled connection for one operation, under the operation timeout."""
+    async def connection(
+        self, timeout: float | None = None
+    ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection for one operation, under ``timeout`` (the operation timeout)."""
+        limit = self.operation_timeout if timeout is None else timeout
         try:
-            with anyio.fail_after(self.operation_timeout):
+            with anyio.fail_after(limit):
                 async with self.pool.connection() as conn:
                     yield conn
         except TimeoutError as exc:
-            raise self.unavailable(f"no answer within {self.operation_timeout} s") from exc
+            raise self.unavailable(f"no answer within {limit:g} s") from exc
         except (PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError) as exc:
             raise self.unavailable(exc) from exc
 
