@@ -1,14 +1,20 @@
-"""The corpus and embedder of the runner tests."""
+"""The corpus, embedder and runner helpers of the runner tests."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import anyio
 import numpy as np
 from support.chunks import Chunk
 from support.corpus import sourced
 
-__all__ = ["TEXTS", "chunks", "embed"]
+from zerda_async.pipeline import AsyncRunner, EngineState, RunnerSettings
+
+__all__ = ["TEXTS", "chunks", "embed", "gated_rank", "serving"]
 
 TEXTS = [
     ("ml", "Machine learning lets computers learn patterns from data without explicit rules."),
@@ -31,3 +37,34 @@ def embed(text: Any) -> np.ndarray:
     for ch in str(text).lower():
         vector[ord(ch) % 16] += 1.0
     return vector
+
+
+@asynccontextmanager
+async def serving(state: EngineState, **settings: Any) -> AsyncIterator[AsyncRunner]:
+    """An :class:`AsyncRunner` over ``state`` serving in a task group, closed on exit."""
+    runner = AsyncRunner(state, RunnerSettings(**settings))
+    async with anyio.create_task_group() as tg:
+        await tg.start(runner.serve)
+        try:
+            yield runner
+        finally:
+            await runner.close()
+
+
+@contextmanager
+def gated_rank(state: EngineState) -> Iterator[tuple[threading.Event, threading.Event]]:
+    """(entered, release): the rank stage sets ``entered``, then waits for ``release``."""
+    entered, release = threading.Event(), threading.Event()
+    rank = state.ranker.rank
+
+    def gated(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        assert release.wait(10), "never released"
+        return rank(*args, **kwargs)
+
+    state.ranker.rank = gated
+    try:
+        yield entered, release
+    finally:
+        release.set()
+        state.ranker.rank = rank

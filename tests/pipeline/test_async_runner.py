@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -13,32 +10,19 @@ import numpy as np
 import pytest
 from support.engines import wait_until
 
-from pipeline.helpers import chunks, embed
+from pipeline.helpers import chunks, embed, gated_rank, serving
 from zerda_async.embedders import Embedder
 from zerda_async.errors import EngineClosedError, failed_stage
 from zerda_async.pipeline import (
     FINISHED,
-    AsyncRunner,
     EngineState,
     Phase,
     Request,
-    RunnerSettings,
     make_job,
     run_job,
 )
 
 pytestmark = pytest.mark.anyio
-
-
-@asynccontextmanager
-async def serving(state: EngineState, **settings: Any) -> AsyncIterator[AsyncRunner]:
-    runner = AsyncRunner(state, RunnerSettings(**settings))
-    async with anyio.create_task_group() as tg:
-        await tg.start(runner.serve)
-        try:
-            yield runner
-        finally:
-            await runner.close()
 
 
 async def test_results_equal_the_sync_runner_in_submission_order(state: EngineState) -> None:
@@ -69,27 +53,19 @@ async def test_a_request_reports_each_stage_then_finished(state: EngineState) ->
 
 
 async def test_phases_move_forward_and_where_names_them(state: EngineState) -> None:
-    entered, release = threading.Event(), threading.Event()
-    rank = state.ranker.rank
-
-    def gated_rank(*args: Any, **kwargs: Any) -> Any:
-        entered.set()
-        assert release.wait(10), "never released"
-        return rank(*args, **kwargs)
-
-    state.ranker.rank = gated_rank
-    async with serving(state, workers=1) as runner:
-        runner.policy.forced = True  # speculation in worker threads: the loop stays free
-        first = await runner.submit(make_job("What is BM25?"))
-        second = await runner.submit(make_job("Where does the Nile flow?"))
-        await anyio.to_thread.run_sync(entered.wait, 10)
-        assert first.phase is Phase.SPECULATION
-        assert runner.where(first) == "pipeline stage 'rank'"
-        assert second.phase is Phase.WORKER
-        assert runner.where(second).startswith("the speculation queue")
-        release.set()
-        await second.done.wait()
-        assert first.done.is_set() and runner.where(first) == "pipeline stage commit"
+    with gated_rank(state) as (entered, release):
+        async with serving(state, workers=1) as runner:
+            runner.policy.forced = True  # speculation in worker threads: the loop stays free
+            first = await runner.submit(make_job("What is BM25?"))
+            second = await runner.submit(make_job("Where does the Nile flow?"))
+            await anyio.to_thread.run_sync(entered.wait, 10)
+            assert first.phase is Phase.SPECULATION
+            assert runner.where(first) == "pipeline stage 'rank'"
+            assert second.phase is Phase.WORKER
+            assert runner.where(second).startswith("the speculation queue")
+            release.set()
+            await second.done.wait()
+            assert first.done.is_set() and runner.where(first) == "pipeline stage commit"
     slot_wait = Request(make_job("x"), None)
     assert slot_wait.phase is Phase.SLOT
     assert runner.where(slot_wait).startswith("admission (all 64 in-flight slots")

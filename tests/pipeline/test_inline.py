@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from typing import Any
-
 import anyio
 import anyio.to_thread
 import pytest
 
-from pipeline.helpers import chunks, embed
+from pipeline.helpers import chunks, embed, gated_rank, serving
 from zerda_async.pipeline import (
     FINISHED,
-    AsyncRunner,
     EngineState,
     Phase,
     Request,
-    RunnerSettings,
     make_job,
     run_job,
 )
@@ -26,41 +19,11 @@ from zerda_async.pipeline import (
 pytestmark = pytest.mark.anyio
 
 
-@asynccontextmanager
-async def serving(state: EngineState) -> AsyncIterator[AsyncRunner]:
-    runner = AsyncRunner(state, RunnerSettings(max_in_flight=4))
-    async with anyio.create_task_group() as tg:
-        await tg.start(runner.serve)
-        try:
-            yield runner
-        finally:
-            await runner.close()
-
-
-@contextmanager
-def gated_rank(state: EngineState) -> Iterator[tuple[threading.Event, threading.Event]]:
-    """The rank stage waits (in its worker thread) until ``release`` is set."""
-    entered, release = threading.Event(), threading.Event()
-    rank = state.ranker.rank
-
-    def gated(*args: Any, **kwargs: Any) -> Any:
-        entered.set()
-        assert release.wait(10), "never released"
-        return rank(*args, **kwargs)
-
-    state.ranker.rank = gated
-    try:
-        yield entered, release
-    finally:
-        release.set()
-        state.ranker.rank = rank
-
-
 async def test_an_idle_runner_runs_a_lone_request_inline(state: EngineState) -> None:
     reference = EngineState()
     reference.index(chunks(), embed)
     expected = run_job(make_job("What is BM25?"), reference)
-    async with serving(state) as runner:
+    async with serving(state, max_in_flight=4) as runner:
         request = runner.try_inline(make_job("What is BM25?"))
         assert request is not None and request.inline
         assert runner.in_flight == 1 and runner.slots.value == 3
@@ -77,7 +40,7 @@ async def test_what_arrives_during_an_inline_request_comes_after_it(state: Engin
         if stage == FINISHED:
             order.append(request.job.query)
 
-    async with serving(state) as runner:
+    async with serving(state, max_in_flight=4) as runner:
         runner.policy.forced = True  # speculation in worker threads: the loop stays free
         with gated_rank(state) as (entered, release):
             first = runner.try_inline(make_job("What is BM25?"))
@@ -107,7 +70,7 @@ async def test_what_arrives_during_an_inline_request_comes_after_it(state: Engin
 
 
 async def test_a_cancelled_inline_request_changes_nothing(state: EngineState) -> None:
-    async with serving(state) as runner:
+    async with serving(state, max_in_flight=4) as runner:
         runner.policy.forced = True
         with gated_rank(state) as (entered, _release):
             request = runner.try_inline(make_job("What is BM25?"))
