@@ -136,3 +136,30 @@ async def test_a_result_for_a_caller_that_gave_up_is_dropped() -> None:
         assert not errors, errors
     finally:
         loop.set_exception_handler(None)
+
+
+_FORK_SCRIPT = """
+import os, sys, anyio
+from zerda_async.runtime import run_in_thread
+
+async def hop():
+    with anyio.fail_after(5):  # a hop handed to a thread that does not exist never returns
+        return await run_in_thread(int, "7", limiter=anyio.CapacityLimiter(1))
+
+assert anyio.run(hop) == 7  # the parent now has an idle worker thread
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if anyio.run(hop) == 7 else 1)  # the child's hop needs a worker of its own
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_forked_child_makes_hops_of_its_own() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _FORK_SCRIPT], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr

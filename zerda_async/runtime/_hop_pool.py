@@ -15,6 +15,8 @@ idle worker's queue (or a new worker's) and returns an ``asyncio.Future``.
   making hops is left with no thread of ours.
 * The call runs in a copy of the caller's context variables, as
   ``anyio.to_thread`` does.
+* A forked child starts with no workers (the parent's threads do not exist
+  in it): the idle list is emptied after a fork.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -42,6 +45,15 @@ _Item = tuple[
 
 _lock = threading.Lock()
 _idle: list[_Worker] = []  # the most recently used last: it is the warmest
+
+
+def _forget_workers_after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()  # it may have been held by a thread that is gone
+    _idle.clear()
+
+
+os.register_at_fork(after_in_child=_forget_workers_after_fork)
 
 
 def start_call(func: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
