@@ -9,9 +9,8 @@ changes, ``clear_cache``) travel on the same stream and apply between commits.
 
 A request that finds the runner idle is committed in its caller's task
 instead (:meth:`CommitPhase.process` between :meth:`CommitPhase.hold` and
-:meth:`CommitPhase.release`): the
-phase then waits for that commit before taking its next item, so the order
-stays the submission order.
+:meth:`CommitPhase.release`): the phase then waits for that commit before
+taking its next item, so the order stays the submission order.
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ class CommitPhase:
         self.speculation = speculation
         self.finish = finish
         self._enrichment = next((s for s in self.stages if isinstance(s, HistoryEnrichment)), None)
-        # Set while a request is committed in its caller's task (see inline()).
+        # Set while a request is committed in its caller's task (see hold()).
         self._inline_done: anyio.Event | None = None
 
     async def run(self, recv: MemoryObjectReceiveStream[Request | Barrier]) -> None:

@@ -69,6 +69,8 @@ class Speculation:
         ahead = self._ahead_for(job, query)
         todo = self._todo(ahead)
         request.phase = Phase.SPECULATION
+        if not todo:
+            return
         if not self._awaits(todo):
             # One group on the loop: nothing abandon() could interrupt, so no scope.
             try:
@@ -90,8 +92,6 @@ class Speculation:
 
     def _awaits(self, todo: Sequence[Stage]) -> bool:
         """True when applying ``todo`` awaits: a stage that awaits, or a thread hop."""
-        if not todo:
-            return False
         if any(stage.awaits(self.state) for stage in todo):
             return True
         return self.policy.should_offload(self.corpus_size)

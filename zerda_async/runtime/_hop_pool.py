@@ -83,23 +83,33 @@ class _Worker(threading.Thread):
     def run(self) -> None:
         while True:
             try:
-                loop, future, context, func, args = self.calls.get(timeout=IDLE_SECONDS)
+                item = self.calls.get(timeout=IDLE_SECONDS)
             except queue.Empty:
                 with _lock:
                     if self in _idle:
                         _idle.remove(self)
                         return
                 continue  # start_call() took this worker meanwhile: its call is coming
-            outcome = _call(future, context, func, args)
-            del func, args  # drop the call's references while idle
-            # Back on the idle list before the result is delivered, so the
-            # caller's next hop finds this (warm) thread rather than starting another.
-            with _lock:
-                _idle.append(self)
-            if outcome is not None:
-                # A loop closed meanwhile (RuntimeError) has nobody waiting.
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(_deliver, future, *outcome)
+            self._serve(*item)
+            del item  # keep nothing of the call while idle
+
+    def _serve(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[Any],
+        context: contextvars.Context,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+    ) -> None:
+        outcome = _call(future, context, func, args)
+        # Back on the idle list before the result is delivered, so the caller's
+        # next hop finds this (warm) thread rather than starting another.
+        with _lock:
+            _idle.append(self)
+        if outcome is not None:
+            # A loop closed meanwhile (RuntimeError) has nobody waiting.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_deliver, future, *outcome)
 
 
 def _call(

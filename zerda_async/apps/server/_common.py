@@ -42,8 +42,8 @@ class ServiceSettings(msgspec.Struct, kw_only=True):
     ``Authorization: Bearer <api_key>`` (401 otherwise)."""
     vector_search: str = "exact"
     """A PostgreSQL index store's vector search: ``"exact"`` or ``"hnsw"`` (its HNSW index)."""
-    ef_search: int = 100
-    """HNSW candidate list size (with ``vector_search="hnsw"``)."""
+    ef_search: int = 400
+    """HNSW candidate list size (with ``vector_search="hnsw"``; ``zerda serve --ef-search``)."""
 
 
 def json_response(

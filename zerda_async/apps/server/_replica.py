@@ -118,7 +118,7 @@ class StoreSet:
         prefix: str = "zerda_",
         request_timeout: float = 30.0,
         vector_search: str = "exact",
-        ef_search: int = 100,
+        ef_search: int = 400,
     ) -> None:
         check_state_url(state)
         self.vector_search, self.ef_search = vector_search, ef_search
