@@ -491,3 +491,15 @@ def command_line() -> str:
     except ValueError:
         shown = str(script)
     return " ".join([".venv/bin/python", shown, *sys.argv[1:]])
+
+
+def quality_data_dir() -> Path:
+    """``shared/quality-data`` beside the checkout (../shared), also from a worktree deeper down."""
+    return next(
+        (
+            p / "shared" / "quality-data"
+            for p in Path(__file__).resolve().parents
+            if (p / "shared" / "quality-data").is_dir()
+        ),
+        Path("../shared/quality-data"),
+    )

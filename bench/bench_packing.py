@@ -40,12 +40,18 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import command_line, describe_machine, format_table, write_summary
+from _common import (
+    command_line,
+    describe_machine,
+    format_table,
+    quality_data_dir,
+    write_summary,
+)
 
 from sync_api import ContextEngine, ContextEngineConfig
 from zerda_async.apps._ingest import split_text
 
-DATA = Path(__file__).resolve().parent.parent.parent.parent / "shared" / "quality-data"
+DATA = quality_data_dir()
 _TASHKEEL = re.compile("[\u064b-\u0652\u0670\u0640]")
 _ALEF = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا"})
 

@@ -52,6 +52,7 @@ from _common import (
     format_table,
     make_corpus,
     make_queries,
+    quality_data_dir,
     write_summary,
 )
 
@@ -60,15 +61,7 @@ from zerda_async import ContextEngineConfig
 from zerda_async.apps._ingest import split_text
 from zerda_async.core.index.analysis import normalize_arabic
 
-# The shared data sits beside the checkout (../shared), also from a worktree deeper down.
-DATA = next(
-    (
-        p / "shared" / "quality-data"
-        for p in Path(__file__).resolve().parents
-        if (p / "shared" / "quality-data").is_dir()
-    ),
-    Path("../shared/quality-data"),
-)
+DATA = quality_data_dir()
 WIDE_BUDGET = 4000
 OFF_TOPIC = 200
 SEED = 20240611
