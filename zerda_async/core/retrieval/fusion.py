@@ -13,7 +13,7 @@ list, then keyword, then metadata).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from ..models import RetrievalMethod, ScoredChunk
 
@@ -32,6 +32,20 @@ def _record(target: ScoredChunk, source: ScoredChunk, method: RetrievalMethod, r
     else:
         target.metadata_score = source.metadata_score
         target.metadata_rank = rank
+
+
+def first_places(results: Sequence[ScoredChunk]) -> Iterator[tuple[int, str, ScoredChunk]]:
+    """(1-based rank, content hash, chunk) of each chunk's first place in one method's list.
+
+    A chunk listed twice by one method counts once, at its first place; the
+    ranks still count every place, as both fusions define them.
+    """
+    seen: set[str] = set()
+    for rank, sc in enumerate(results, start=1):
+        key = sc.content_hash
+        if key not in seen:
+            seen.add(key)
+            yield rank, key, sc
 
 
 def fuse_rrf(
@@ -53,12 +67,7 @@ def fuse_rrf(
     methods: dict[str, int] = {}
     for method, results in lists:
         weight = weights[method]
-        seen: set[str] = set()
-        for rank, sc in enumerate(results, start=1):
-            key = sc.content_hash
-            if key in seen:
-                continue
-            seen.add(key)
+        for rank, key, sc in first_places(results):
             entry = fused.get(key)
             if entry is None:
                 entry = fused[key] = sc

@@ -25,7 +25,7 @@ from ..config import ContextEngineConfig, RetrieverConfig
 from ..filter_language import Condition, Filters, matches, parse_filters
 from ..models import RetrievalMethod, ScoredChunk
 from ..strategy import HybridRetrieverStrategy
-from .fusion import fuse_rrf
+from .fusion import first_places, fuse_rrf
 
 __all__ = [
     "RRF_K",
@@ -162,12 +162,7 @@ def _fuse_documented(
     """The documented fusion: weighted scores, plus 1/(60+rank) for chunks several methods found."""
     merged: dict[str, _Merged] = {}
     for method, results in lists:
-        seen_here: set[str] = set()
-        for rank1, sc in enumerate(results, start=1):
-            key = sc.content_hash
-            if key in seen_here:
-                continue
-            seen_here.add(key)
+        for rank1, key, sc in first_places(results):
             bonus = 1 / (RRF_K + rank1)
             state = merged.get(key)
             if state is None:
