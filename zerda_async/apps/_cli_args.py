@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from zerda_async.apps._console import PROG
@@ -58,11 +58,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _ef_search(text: str) -> int:
-    value = _positive_int(text)
-    if value > 1000:
-        raise argparse.ArgumentTypeError(f"expected 1-1000 (pgvector's range), got {text!r}")
-    return value
+def _int_up_to(limit: int, what: str) -> Callable[[str], int]:
+    """A parser of positive integers up to ``limit``, naming ``what`` was expected."""
+
+    def parse(text: str) -> int:
+        value = _positive_int(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
+
+
+_port = _int_up_to(65535, "a port number (1-65535)")
+_ef_search = _int_up_to(1000, "1-1000 (pgvector's range)")
 
 
 def _positive_float(text: str) -> float:
@@ -72,13 +81,6 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = _positive_int(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number (1-65535), got {text!r}")
     return value
 
 
