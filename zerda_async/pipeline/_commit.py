@@ -16,6 +16,7 @@ taking its next item, so the order stays the submission order.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import anyio
@@ -83,13 +84,10 @@ class CommitPhase:
             request.phase = Phase.COMMIT
             request.committing = True
             # A walk with no stage that awaits cannot be interrupted: no scope needed.
-            scope = anyio.CancelScope(shield=True) if shield and self._walk_awaits() else None
+            shielded = shield and self._walk_awaits()
             try:
-                if scope is None:
+                with anyio.CancelScope(shield=True) if shielded else nullcontext():
                     request.outcome = await self.commit(request)
-                else:
-                    with scope:
-                        request.outcome = await self.commit(request)
             except Exception as exc:
                 request.outcome = exc
         finally:

@@ -71,37 +71,33 @@ class Speculation:
         request.phase = Phase.SPECULATION
         if not todo:
             return
-        if not self._awaits(todo):
-            # One group on the loop: nothing abandon() could interrupt, so no scope.
-            try:
+        try:
+            if self._awaits(todo):
+                await self._apply_cancellable(request, todo)
+            else:
+                # One group on the loop: nothing abandon() could interrupt, so no scope.
                 self.policy.observe(apply_group(job, self.state, todo))
-            except Exception as exc:
-                self._failed(job, ahead, todo, exc)
-            finally:
-                ahead.applied.update(s.name for s in todo if s.name in job.timings)
-            return
+        except Exception as exc:
+            failed = next((s for s in todo if s.name not in job.timings), todo[-1])
+            annotate_stage_error(exc, failed.error_name)
+            ahead.error, ahead.error_stage = exc, failed.name
+        finally:
+            ahead.applied.update(s.name for s in todo if s.name in job.timings)
+
+    async def _apply_cancellable(self, request: Request, todo: Sequence[Stage]) -> None:
+        """Apply ``todo`` in the scope ``abandon()`` cancels (the request then moves on)."""
         with anyio.CancelScope() as scope:
             request.spec_scope = scope
             try:
-                await self._apply_stages(job, todo)
-            except Exception as exc:
-                self._failed(job, ahead, todo, exc)
+                await self._apply_stages(request.job, todo)
             finally:
-                ahead.applied.update(s.name for s in todo if s.name in job.timings)
-        request.spec_scope = None
+                request.spec_scope = None
 
     def _awaits(self, todo: Sequence[Stage]) -> bool:
         """True when applying ``todo`` awaits: a stage that awaits, or a thread hop."""
         if any(stage.awaits(self.state) for stage in todo):
             return True
         return self.policy.should_offload(self.corpus_size)
-
-    @staticmethod
-    def _failed(job: Job, ahead: Ahead, todo: Sequence[Stage], exc: Exception) -> None:
-        """Record ``exc`` as the error of the first stage of ``todo`` that did not complete."""
-        failed = next((s for s in todo if s.name not in job.timings), todo[-1])
-        annotate_stage_error(exc, failed.error_name)
-        ahead.error, ahead.error_stage = exc, failed.name
 
     def _ahead_for(self, job: Job, query: Any) -> Ahead:
         """The job's speculation record for ``query``, keeping what still holds."""
