@@ -221,11 +221,10 @@ class PostgresIndexStore(PostgresSearches):
         ``maintenance_work_mem`` (e.g. ``"1GB"``) is set for this build only: a
         graph larger than the server's setting is built far more slowly.
         """
-        _, _, _, dim = await self._corpus()
+        _, n_live, _, dim = await self._corpus()
         if not dim:
             raise ValueError("the index store holds no vectors yet; add chunks first")
         p = self.prefix
-        n_live = (await self._corpus())[1]
         # One transaction, so the memory setting ends with the build.
         async with self._pg.connection(self._bulk_timeout(n_live)) as conn, conn.transaction():
             if maintenance_work_mem is not None:
@@ -238,7 +237,7 @@ class PostgresIndexStore(PostgresSearches):
                 f" ((embedding::vector({int(dim)})) vector_cosine_ops)"
                 f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
             )
-        await self._vacuum()  # fresh statistics, so the planner costs the new index
+        await self._vacuum(n_live)  # fresh statistics, so the planner costs the new index
 
     async def _write(
         self,
@@ -271,16 +270,19 @@ class PostgresIndexStore(PostgresSearches):
                 next_pos + len(items),
                 new_dim,
             )
-        if len(items) >= _VACUUM_SHARE * (n_live - gone + len(items)):
-            await self._vacuum()
+        live = n_live - gone + len(items)
+        if len(items) >= _VACUUM_SHARE * live:
+            await self._vacuum(live)
         return version
 
     def _bulk_timeout(self, chunks: int) -> float:
         """The time a write of (or an HNSW build over) ``chunks`` chunks may take."""
         return self._pg.operation_timeout + _BULK_SECONDS_PER_CHUNK * chunks
 
-    async def _vacuum(self) -> None:
+    async def _vacuum(self, chunks: int | None = None) -> None:
         """Mark the new postings all-visible and refresh the planner's statistics.
+
+        ``chunks`` (the live count, read when not given) sizes the time allowed.
 
         Keyword search reads the postings by index-only scans, which fall back
         to the table for pages not yet marked all-visible; after a bulk load
@@ -289,7 +291,8 @@ class PostgresIndexStore(PostgresSearches):
         """
         p = self.prefix
         with contextlib.suppress(StoreUnavailableError, psycopg.Error):
-            chunks = (await self._corpus())[1]
+            if chunks is None:
+                chunks = await self.count()
             async with self._pg.connection(self._bulk_timeout(chunks)) as conn:
                 await conn.execute(f"VACUUM (ANALYZE) {p}postings, {p}terms, {p}vectors")
                 await conn.execute(f"ANALYZE {p}chunks")
