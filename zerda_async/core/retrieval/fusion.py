@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from ..models import RetrievalMethod, ScoredChunk
 
-__all__ = ["fuse_rrf"]
+__all__ = ["first_places", "fuse_rrf"]
 
 
 def _record(target: ScoredChunk, source: ScoredChunk, method: RetrievalMethod, rank: int) -> None:
