@@ -17,6 +17,7 @@ from zerda_async.core.retrieval import KeywordRetriever, VectorRetriever
 from zerda_async.embedders import HashingEmbedder
 from zerda_async.errors import ConfigError
 from zerda_async.stores import Hit, MemoryIndexStore, PostgresIndexStore
+from zerda_async.stores._pg_blocks import unpack
 
 from .corpus import Doc, demo_docs, embed, synthetic_docs
 from .servers import PostgresServer
@@ -214,10 +215,10 @@ async def test_hnsw_recall_against_exact(postgres: PostgresServer, prefix: str) 
         await hnsw.aclose()
 
 
-async def test_near_ties_beyond_the_first_phase_stay_exact(
+async def test_many_equal_scores_at_the_cut_keep_corpus_order(
     postgres: PostgresServer, prefix: str
 ) -> None:
-    """More equal scores at the k-th place than the first phase returns: still exact."""
+    """More equal scores at the k-th place than k: ties by corpus position, as in memory."""
     tied = [Doc(f"t{i}", "alpha beta gamma river") for i in range(60)]
     others = [Doc(f"o{i}", text) for i, text in enumerate(["alpha alpha beta", "gamma nile"] * 5)]
     docs = [*others[:3], *tied, *others[3:]]
@@ -311,10 +312,24 @@ def test_ef_search_outside_pgvector_range_is_refused(ef_search: int) -> None:
 
 
 async def _downgrade_to_v4(url: str, prefix: str) -> None:
-    """Put the vectors back on the chunk rows, as schema step 4 kept them, under an HNSW index."""
+    """Back to schema step 4: a posting per row, vectors on the chunk rows under an HNSW index."""
     p = prefix
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
     async with conn, conn.transaction():
+        cur = await conn.execute(f"SELECT term_id, pos, tf, len FROM {p}blocks", binary=True)
+        rows = [
+            (int(term_id), int(pos), int(tf), int(length))
+            for term_id, *packed in await cur.fetchall()
+            for pos, tf, length in zip(*unpack([packed]), strict=True)
+        ]
+        await conn.execute(
+            f"CREATE TABLE {p}postings (term_id int NOT NULL, pos bigint NOT NULL,"
+            f" tf int NOT NULL, length int NOT NULL,"
+            f" PRIMARY KEY (term_id, pos) INCLUDE (tf, length))"
+        )
+        async with conn.cursor() as insert:
+            await insert.executemany(f"INSERT INTO {p}postings VALUES (%s, %s, %s, %s)", rows)
+        await conn.execute(f"DROP TABLE {p}blocks")
         await conn.execute(f"ALTER TABLE {p}chunks ADD COLUMN embedding vector")
         await conn.execute(
             f"UPDATE {p}chunks c SET embedding = v.embedding FROM {p}vectors v WHERE v.pos = c.pos"
@@ -327,7 +342,7 @@ async def _downgrade_to_v4(url: str, prefix: str) -> None:
         await conn.execute(f"UPDATE {p}schema_version SET version = 4 WHERE component = 'index'")
 
 
-async def test_vectors_on_the_chunk_rows_move_to_their_table_with_the_hnsw_index(
+async def test_a_step_4_store_migrates_its_vectors_hnsw_index_and_postings(
     postgres: PostgresServer, prefix: str
 ) -> None:
     docs = demo_docs()
@@ -352,52 +367,13 @@ async def test_vectors_on_the_chunk_rows_move_to_their_table_with_the_hnsw_index
         await migrated.remove([docs[0].doc_id])
         vector = embed([Doc("q", QUERIES[0], {})], 64)[0]
         _same(await migrated.vector_search(vector, 10), await memory.vector_search(vector, 10))
+        # The postings were packed in blocks and take writes.
+        await memory.add(docs[:5], embed(docs[:5]))
+        await migrated.add(docs[:5], embed(docs[:5]))
+        for query in QUERIES:
+            _same(await migrated.keyword_search(query, 20), await memory.keyword_search(query, 20))
     finally:
         await migrated.aclose()
-
-
-async def test_common_terms_postings_are_skipped_only_when_proven_harmless(
-    postgres: PostgresServer, prefix: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Phase 1 without the common terms' other postings returns the memory index's top k."""
-    import random
-
-    from zerda_async.stores import _pg_keyword
-
-    rng = random.Random(11)
-    common = ["the", "of", "and", "river"]
-    rare = [f"word{i}" for i in range(300)]
-    docs = []
-    for i in range(600):
-        words = rng.sample(common, rng.randint(1, 4)) + rng.sample(rare, rng.randint(0, 3))
-        rng.shuffle(words)
-        docs.append(Doc(f"c{i}", " ".join(words * rng.randint(1, 2)), {"n": i % 3}))
-    # A rare term only in long chunks, which score below short chunks of common
-    # terms alone: skipping the common terms' postings would lose those.
-    filler = " ".join(f"pad{j}" for j in range(80))
-    docs += [Doc(f"long{i}", f"lonely {filler}", {"n": i % 3}) for i in range(20)]
-    memory, pg = await _stores(postgres.url, prefix, docs, dim=16)
-    outcomes: list[bool] = []
-    pruned = _pg_keyword._pruned_phase1
-
-    async def spy(*args: Any, **kwargs: Any) -> Any:
-        rows = await pruned(*args, **kwargs)
-        outcomes.append(rows is not None)
-        return rows
-
-    monkeypatch.setattr(_pg_keyword, "_pruned_phase1", spy)
-    try:
-        queries = [f"the {rare[i]} of {rare[i + 1]} river" for i in range(0, 60, 3)]
-        queries += ["the and of river", f"the {rare[5]}", f"{rare[7]} {rare[8]} {rare[9]}"]
-        queries += ["the of and river lonely"]
-        for query in queries:
-            for k, filters in [(10, None), (3, {"n": 1})]:
-                expected = await memory.keyword_search(query, k, filters)
-                assert _ranked(await pg.keyword_search(query, k, filters)) == _ranked(expected)
-        assert any(outcomes), "the common terms' postings were never skipped"
-        assert not all(outcomes), "the fallback to every posting was never needed"
-    finally:
-        await pg.aclose()
 
 
 async def test_chunks_with_zero_vectors_score_zero_as_in_memory(

@@ -60,6 +60,23 @@ INDEX_SCHEMA: tuple[tuple[str, ...], ...] = (
         " WHERE embedding IS NOT NULL ORDER BY pos",
         "ALTER TABLE {p}chunks DROP COLUMN embedding",
     ),
+    # 6: the postings packed in blocks of at most 2,048 per row (:mod:`._pg_blocks`,
+    # whose BLOCK this literal is), so a search reads a few rows per term and
+    # scores them in the replica; stored uncompressed, so a read is a copy.
+    (
+        "CREATE TABLE {p}blocks (term_id int NOT NULL, lo bigint NOT NULL,"
+        " hi bigint NOT NULL, n int NOT NULL, pos bytea NOT NULL, tf bytea NOT NULL,"
+        " len bytea NOT NULL, PRIMARY KEY (term_id, lo))",
+        "ALTER TABLE {p}blocks ALTER COLUMN pos SET STORAGE EXTERNAL,"
+        " ALTER COLUMN tf SET STORAGE EXTERNAL, ALTER COLUMN len SET STORAGE EXTERNAL",
+        "INSERT INTO {p}blocks SELECT term_id, min(pos), max(pos), count(*),"
+        " string_agg(int8send(pos), ''::bytea ORDER BY pos),"
+        " string_agg(int4send(tf), ''::bytea ORDER BY pos),"
+        " string_agg(int4send(length), ''::bytea ORDER BY pos)"
+        " FROM (SELECT *, (row_number() OVER (PARTITION BY term_id ORDER BY pos) - 1) / 2048"
+        " AS run FROM {p}postings) s GROUP BY term_id, run",
+        "DROP TABLE {p}postings",
+    ),
 )
 """Migration steps; step ``n`` brings the schema from version ``n - 1`` to ``n``."""
 

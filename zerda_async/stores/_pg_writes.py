@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import numpy as np
 import psycopg
 from numpy.typing import ArrayLike, NDArray
@@ -20,7 +21,7 @@ from psycopg.types.json import Jsonb
 from ..core.index import unit_rows
 from ..core.index.analysis import analyzer_for
 from ..core.index.chunks import chunk_doc_id, chunk_metadata, chunk_text
-from ._pg_keyword import add_postings, delete_postings
+from ._pg_blocks import add_postings, delete_postings
 
 __all__ = ["Prepared", "bump", "check_dim", "copy_rows", "delete_docs", "lock_corpus", "prepare"]
 
@@ -77,19 +78,32 @@ async def lock_corpus(
 
 
 async def delete_docs(
-    conn: psycopg.AsyncConnection[Any], prefix: str, ids: list[str]
+    conn: psycopg.AsyncConnection[Any], prefix: str, ids: list[str], analyzer: str
 ) -> tuple[int, int]:
-    """Delete every chunk of ``ids`` with its vector and postings: (chunks, their tokens)."""
+    """Delete every chunk of ``ids`` with its vector and postings: (chunks, their tokens).
+
+    ``analyzer`` is the store's: the deleted texts are tokenised again to find
+    the posting blocks that hold them.
+    """
     p = prefix
     cur = await conn.execute(
-        f"DELETE FROM {p}chunks WHERE doc_id = ANY(%s) RETURNING pos, length", (ids,)
+        f"DELETE FROM {p}chunks WHERE doc_id = ANY(%s) RETURNING pos, length, text", (ids,)
     )
     rows = await cur.fetchall()
     if rows:
         positions = [int(r[0]) for r in rows]
         await conn.execute(f"DELETE FROM {p}vectors WHERE pos = ANY(%s)", (positions,))
-        await delete_postings(conn, p, positions)
+        terms = await anyio.to_thread.run_sync(_terms_of, [str(r[2]) for r in rows], analyzer)
+        await delete_postings(conn, p, positions, terms)
     return len(rows), sum(int(r[1]) for r in rows)
+
+
+def _terms_of(texts: list[str], analyzer: str) -> set[str]:
+    tokenize = analyzer_for(analyzer).tokenize
+    found: set[str] = set()
+    for text in texts:
+        found.update(tokenize(text))
+    return found
 
 
 async def copy_rows(

@@ -4,9 +4,9 @@ Layout (schema :data:`~._pg_sql.INDEX_SCHEMA`, migrated by the store): one row
 per chunk (corpus position, doc id, text, jsonb metadata, token count, the
 float64 unit embedding as bytes), the same embedding as a float32 pgvector
 ``vector`` in a narrow table of its own (what an exact scan reads), the
-inverted index of :mod:`._pg_keyword` (terms with their document frequencies,
-one posting per (term, chunk) with its term frequency and the chunk length),
-and one corpus row holding the version and the BM25 totals.  Tokens come from the project's own
+inverted index of :mod:`._pg_blocks` (terms with their document frequencies,
+each term's postings packed in blocks of up to 2,048 a row), and one corpus
+row holding the version and the BM25 totals.  Tokens come from the project's own
 tokeniser in Python, so the analyser is exactly the in-memory one.
 
 * **Exact cosine** (default): pgvector scans the float32 copies in SQL and
@@ -16,10 +16,9 @@ tokeniser in Python, so the analyser is exactly the in-memory one.
 * **HNSW** (opt-in, ``search="hnsw"``): an HNSW index over the vectors
   answers with ``hnsw.ef_search``; its hits are rescored the same way.
 * **BM25**: document frequencies and totals are read in the same snapshot
-  as the postings (a repeatable-read transaction); idf is computed in Python
-  with the in-memory expression, the per-posting weights and their sum in
-  SQL from the query terms' postings only, in two phases that end with the
-  in-memory float operations in the same order (:mod:`._pg_keyword`).
+  as the query terms' posting blocks (a repeatable-read transaction), and
+  the replica scores them with the in-memory index's own numpy code
+  (:mod:`._pg_keyword`), so PostgreSQL only reads a few rows per term.
 * **Updates** (:mod:`._pg_writes`) run in one transaction that also bumps
   the version, so a killed update leaves the old or the new corpus.  Bulk
   loads use COPY.
@@ -48,18 +47,18 @@ __all__ = ["PostgresIndexStore"]
 
 SearchMode = Literal["exact", "hnsw"]
 
-_INVERTED_INDEX_STEP = 4
-"""The schema step that rewrote the postings as :mod:`._pg_keyword`'s inverted index."""
-
 _VECTORS_STEP = 5
 """The schema step that moved the vectors into a table of their own."""
+
+_BLOCKS_STEP = 6
+"""The schema step that packed the postings in blocks (:mod:`._pg_blocks`)."""
 
 _BULK_SECONDS_PER_CHUNK = 0.005
 """Time a write or an HNSW build may take per chunk beyond the operation timeout: a
 100,000-chunk COPY took 35 s and its HNSW build 50 s on 2 cores (bench_scaleout)."""
 
 _VACUUM_SHARE = 0.2
-"""A write adding at least this share of the live chunks vacuums the postings after it."""
+"""A write adding at least this share of the live chunks vacuums the tables after it."""
 
 
 class PostgresIndexStore(PostgresSearches):
@@ -137,10 +136,11 @@ class PostgresIndexStore(PostgresSearches):
 
         await store._pg.run_once(upgrade)
         await store._pg.open()
-        if 0 < found[0] < _VECTORS_STEP:
+        if 0 < found[0] < _BLOCKS_STEP:
             await store._vacuum()  # the migration rewrote tables
-            if hnsw:  # it dropped the HNSW index with the old vector column
-                await store.create_hnsw_index(hnsw[0]["m"], hnsw[0]["ef_construction"])
+        if 0 < found[0] < _VECTORS_STEP and hnsw:
+            # That migration dropped the HNSW index with the old vector column.
+            await store.create_hnsw_index(hnsw[0]["m"], hnsw[0]["ef_construction"])
         return store
 
     @property
@@ -203,7 +203,8 @@ class PostgresIndexStore(PostgresSearches):
         p = self.prefix
         async with self._pg.connection(self._bulk_timeout(len(ids))) as conn, conn.transaction():
             n_live, total, _, _ = await lock_corpus(conn, p)
-            gone, gone_length = await delete_docs(conn, p, ids)
+            await self._claim_analyzer(conn, claim=False)  # deletes tokenise the texts again
+            gone, gone_length = await delete_docs(conn, p, ids, self.analyzer)
             if not gone:
                 return await bump(conn, p, 0, n_live, total, None, None)
             return await bump(conn, p, 1, n_live - gone, total - gone_length, None, None)
@@ -257,8 +258,8 @@ class PostgresIndexStore(PostgresSearches):
             await self._claim_analyzer(conn)
             gone, gone_length = 0, 0
             if replace:
-                ids = [*prepared.doc_ids, *(str(d) for d in extra)]
-                gone, gone_length = await delete_docs(conn, p, list(dict.fromkeys(ids)))
+                ids = list(dict.fromkeys([*prepared.doc_ids, *(str(d) for d in extra)]))
+                gone, gone_length = await delete_docs(conn, p, ids, self.analyzer)
             new_dim = check_dim(dim, n_live - gone, prepared.rows)
             await copy_rows(conn, p, prepared, next_pos)
             version = await bump(
@@ -280,32 +281,34 @@ class PostgresIndexStore(PostgresSearches):
         return self._pg.operation_timeout + _BULK_SECONDS_PER_CHUNK * chunks
 
     async def _vacuum(self, chunks: int | None = None) -> None:
-        """Mark the new postings all-visible and refresh the planner's statistics.
+        """Refresh the planner's statistics and the visibility map after a large write.
 
         ``chunks`` (the live count, read when not given) sizes the time allowed.
-
-        Keyword search reads the postings by index-only scans, which fall back
-        to the table for pages not yet marked all-visible; after a bulk load
-        that would be every page until autovacuum comes by.  The write has
-        committed already, so a failure here is left to autovacuum.
+        Without fresh statistics the planner may cost a bulk-loaded table as
+        empty.  The write has committed already, so a failure here is left to
+        autovacuum.
         """
         p = self.prefix
         with contextlib.suppress(StoreUnavailableError, psycopg.Error):
             if chunks is None:
                 chunks = await self.count()
             async with self._pg.connection(self._bulk_timeout(chunks)) as conn:
-                await conn.execute(f"VACUUM (ANALYZE) {p}postings, {p}terms, {p}vectors")
+                await conn.execute(f"VACUUM (ANALYZE) {p}blocks, {p}terms, {p}vectors")
                 await conn.execute(f"ANALYZE {p}chunks")
 
-    async def _claim_analyzer(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        """Record this store's analyser on the first write; refuse another one."""
-        cur = await conn.execute(
-            f"UPDATE {self.prefix}corpus SET analyzer = coalesce(analyzer, %s) RETURNING analyzer",
-            (self.analyzer,),
-        )
+    async def _claim_analyzer(self, conn: psycopg.AsyncConnection[Any], claim: bool = True) -> None:
+        """Refuse a store written with another analyser; record ours first if ``claim``."""
+        if claim:
+            cur = await conn.execute(
+                f"UPDATE {self.prefix}corpus SET analyzer = coalesce(analyzer, %s)"
+                " RETURNING analyzer",
+                (self.analyzer,),
+            )
+        else:
+            cur = await conn.execute(f"SELECT analyzer FROM {self.prefix}corpus")
         row = await cur.fetchone()
-        assert row is not None
-        _check_analyzer(str(row[0]), self.analyzer)
+        if row is not None and row[0] is not None:
+            _check_analyzer(str(row[0]), self.analyzer)
 
     async def setting(self, key: str) -> Any:
         """The JSON value recorded under ``key`` (None when absent)."""

@@ -9,7 +9,7 @@ the three together for an updatable corpus (add, update, remove, compaction).
 from __future__ import annotations
 
 from .corpus import COMPACT_FRACTION, CorpusIndex
-from .keyword_index import BM25_B, BM25_K1, KeywordIndex
+from .keyword_index import BM25_B, BM25_K1, KeywordIndex, bm25_idf, bm25_weights
 from .metadata_index import MetadataIndex
 from .vector_index import COSINE_DECIMALS, VECTOR_DTYPES, VectorDType, VectorIndex, unit_rows
 
@@ -24,5 +24,7 @@ __all__ = [
     "MetadataIndex",
     "VectorDType",
     "VectorIndex",
+    "bm25_idf",
+    "bm25_weights",
     "unit_rows",
 ]

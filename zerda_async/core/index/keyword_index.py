@@ -32,7 +32,7 @@ from .postings import PostingSegment, merge_segments, segment_from_batches
 from .segments import trailing_merge_count
 from .tokens import encode_texts
 
-__all__ = ["BM25_B", "BM25_K1", "WEIGHT_CACHE_POSTINGS", "KeywordIndex"]
+__all__ = ["BM25_B", "BM25_K1", "WEIGHT_CACHE_POSTINGS", "KeywordIndex", "bm25_idf", "bm25_weights"]
 
 BM25_K1 = 1.5
 """BM25 term-frequency saturation constant."""
@@ -233,14 +233,9 @@ class KeywordIndex:
         if df == 0:
             return None
         n_docs = self.n_live
-        avgdl = self.live_length / n_docs
-        # The float expression and its evaluation order are those of the
-        # per-document formula, so each weight is bit-identical to it.
-        idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-        tf = tfs.astype(np.float64)
-        dl = self.lengths[docs].astype(np.float64)
-        length_ratio = BM25_B * dl / avgdl if avgdl != 0 else np.zeros_like(dl)
-        weights = idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * ((1 - BM25_B) + length_ratio))
+        weights = bm25_weights(
+            tfs, self.lengths[docs], bm25_idf(n_docs, df), self.live_length / n_docs
+        )
         self._cache.put(term_id, (docs, weights))
         return docs, weights
 
@@ -251,7 +246,7 @@ class KeywordIndex:
         word the corpus never uses is the most specific word of that query.
         """
         held = self.term_weights(term)
-        return _idf(self.n_live, 0 if held is None else int(held[0].shape[0]))
+        return bm25_idf(self.n_live, 0 if held is None else int(held[0].shape[0]))
 
     def coverage(
         self, terms: Sequence[str], positions: NDArray[np.signedinteger[Any]]
@@ -269,7 +264,7 @@ class KeywordIndex:
         total = 0.0
         for term in unique:
             held = self.term_weights(term)
-            weight = _idf(self.n_live, 0 if held is None else int(held[0].shape[0]))
+            weight = bm25_idf(self.n_live, 0 if held is None else int(held[0].shape[0]))
             total += weight
             if held is None or positions.shape[0] == 0:
                 continue
@@ -299,9 +294,30 @@ class KeywordIndex:
         return hits, scores[hits]
 
 
-def _idf(n_docs: int, df: int) -> float:
+def bm25_idf(n_docs: int, df: int) -> float:
     """The BM25 idf of a term held by ``df`` of ``n_docs`` documents."""
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def bm25_weights(
+    tfs: NDArray[np.signedinteger[Any]],
+    lengths: NDArray[np.signedinteger[Any]],
+    idf: float,
+    avgdl: float,
+) -> NDArray[np.float64]:
+    """BM25 weights of one term's postings (term frequencies, token counts of their chunks).
+
+    The float expression and its evaluation order are those of the
+    per-document formula of spec section B.2, so each weight is bit-identical
+    to it; every index (in memory or in a store) computes its weights here.
+    """
+    tf = tfs.astype(np.float64)
+    dl = lengths.astype(np.float64)
+    length_ratio = BM25_B * dl / avgdl if avgdl != 0 else np.zeros_like(dl)
+    weights: NDArray[np.float64] = (
+        idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * ((1 - BM25_B) + length_ratio))
+    )
+    return weights
 
 
 def _tokenizer(analyzer: str) -> Callable[[str], list[str]] | None:
