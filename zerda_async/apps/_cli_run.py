@@ -106,10 +106,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError("give the index once: 'zerda serve DIR' or 'zerda serve --store URL'")
     store: str = args.store or args.index_dir
     check_state_url(args.state)
-    if args.vector_search == "hnsw" and not is_postgres_url(store):
+    if args.vector_search != "exact" and not is_postgres_url(store):
         raise UsageError(
-            "--vector-search hnsw needs a postgresql:// index store (a saved directory"
-            " is searched exactly in memory)"
+            f"--vector-search {args.vector_search} needs a postgresql:// index store"
+            " (a saved directory is searched exactly in memory)"
         )
 
     async def check_index() -> None:

@@ -9,8 +9,7 @@ so the scores are bit-identical by construction.  The top ``k`` by score,
 ties by corpus position, are then read from the chunk rows.
 
 With a metadata filter, candidates are checked against it in SQL in rounds
-(best first, each round sixteen times larger), so a filter costs a few primary
-key lookups rather than a scan; every candidate is reached eventually.
+(:func:`~._pg_rows.best_rows`).
 
 Measured at 100,000 chunks (bench_scaleout's corpus, 120 queries): 2.8 ms a
 search (median), against 10.4 ms when PostgreSQL summed one row per posting,
@@ -22,20 +21,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import numpy as np
 import psycopg
 from numpy.typing import NDArray
 
 from ..core.index import bm25_idf, bm25_weights
+from ..runtime import run_in_thread
 from ._pg_blocks import unpack
+from ._pg_rows import best_rows
 
 __all__ = ["keyword_rows"]
-
-_SLACK = 16
-"""Candidates taken beyond ``k`` in the first round of a filtered search."""
-
-_GROWTH = 16
-"""Each further round of a filtered search checks this many times more candidates."""
 
 
 async def keyword_rows(
@@ -45,8 +41,12 @@ async def keyword_rows(
     k: int,
     where: str,
     params: dict[str, Any],
+    limiter: anyio.CapacityLimiter,
 ) -> list[Any]:
-    """``(pos, doc_id, text, metadata, score)`` of the top ``k`` (inside a read-only snapshot)."""
+    """``(pos, doc_id, text, metadata, score)`` of the top ``k`` (inside a read-only snapshot).
+
+    The scoring runs in a worker thread (``limiter``: how many at once).
+    """
     p = prefix
     cur = await conn.execute(
         f"SELECT c.n_live, c.total_length, c.next_pos, t.term, t.id, t.df"
@@ -69,57 +69,21 @@ async def keyword_rows(
     blocks: dict[int, list[Any]] = {}
     for term_id, *packed in await cur.fetchall():
         blocks.setdefault(int(term_id), []).append(packed)
+    stats = [(blocks[found[t][0]], found[t][1]) for t in used]
+    hits, values = await run_in_thread(
+        _scores, stats, n_docs, total / n_docs, n_positions, limiter=limiter
+    )
+    return await best_rows(conn, p, hits, values, k, where, params)
+
+
+def _scores(
+    stats: list[tuple[list[Any], int]], n_docs: int, avgdl: float, n_positions: int
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Positions with a positive score (ascending) and their scores, terms in query order."""
     scores = np.zeros(n_positions, dtype=np.float64)
-    avgdl = total / n_docs
-    for term in used:
-        term_id, df = found[term]
-        docs, tfs, lengths = unpack(blocks[term_id])
+    for rows, df in stats:
+        docs, tfs, lengths = unpack(rows)
         # Positions are unique within a term, so the buffered add touches each once.
         scores[docs] += bm25_weights(tfs, lengths, bm25_idf(n_docs, df), avgdl)
     hits = np.flatnonzero(scores > 0)
-    return await _best(conn, p, hits, scores[hits], k, where, params)
-
-
-def _ranked(hits: NDArray[np.intp], values: NDArray[np.float64], m: int) -> NDArray[np.intp]:
-    """Indices of the best ``m`` of ``values`` (at least), ordered by value desc, then position.
-
-    Ties at the cut are all kept, so the order never depends on the partition.
-    """
-    if m < values.shape[0]:
-        kth = np.partition(values, values.shape[0] - m)[values.shape[0] - m]
-        chosen = np.flatnonzero(values >= kth)
-    else:
-        chosen = np.arange(values.shape[0])
-    # hits ascend, so a stable sort on -value leaves ties in position order.
-    return chosen[np.argsort(-values[chosen], kind="stable")]
-
-
-async def _best(
-    conn: psycopg.AsyncConnection[Any],
-    prefix: str,
-    hits: NDArray[np.intp],
-    values: NDArray[np.float64],
-    k: int,
-    where: str,
-    params: dict[str, Any],
-) -> list[Any]:
-    """The chunk rows of the best ``k`` hits that pass ``where``, with their scores."""
-    filtered = where != "TRUE"
-    sql = (
-        f"SELECT c.pos, c.doc_id, c.text, c.metadata FROM {prefix}chunks c"
-        f" WHERE c.pos = ANY(%(cands)s::bigint[])" + (f" AND {where}" if filtered else "")
-    )
-    chosen: list[Any] = []
-    done = 0
-    want = k if not filtered else k + _SLACK
-    while len(chosen) < k and done < hits.shape[0]:
-        order = _ranked(hits, values, min(done + want, hits.shape[0]))
-        batch = order[done:]
-        cur = await conn.execute(sql, {**params, "cands": hits[batch].tolist()})
-        rows = {int(r[0]): r for r in await cur.fetchall()}
-        chosen.extend(
-            (*rows[int(hits[i])], float(values[i])) for i in batch if int(hits[i]) in rows
-        )
-        done = order.shape[0]
-        want *= _GROWTH
-    return chosen[:k]
+    return hits, scores[hits]

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
 import numpy as np
 import psycopg
 from numpy.typing import ArrayLike, NDArray
@@ -21,10 +22,15 @@ from ..core.index.analysis import analyzer_for
 from ._filters import Filters, parse_filters
 from ._pg_common import PgPool
 from ._pg_keyword import keyword_rows
+from ._pg_local_vectors import LocalVectors
+from ._pg_rows import best_rows
 from ._pg_sql import compile_filters
 from ._protocols import Hit, StoredChunk
 
 __all__ = ["PostgresSearches"]
+
+_CPU_THREADS = 4
+"""Searches of one store scoring in worker threads at once (numpy releases the GIL)."""
 
 
 class PostgresSearches:
@@ -36,11 +42,19 @@ class PostgresSearches:
     ef_search: int
     analyzer: str
     _pg: PgPool
+    _local: LocalVectors | None
+    _cpu_limiter: anyio.CapacityLimiter | None = None
+
+    def _cpu(self) -> anyio.CapacityLimiter:
+        """The worker threads scoring this store's hits (made on first use, in the loop)."""
+        if self._cpu_limiter is None:
+            self._cpu_limiter = anyio.CapacityLimiter(_CPU_THREADS)
+        return self._cpu_limiter
 
     async def vector_search(
         self, query_vector: ArrayLike, k: int, filters: Filters | None = None
     ) -> list[Hit]:
-        """Top ``k`` by cosine; exact unless the store was opened with ``search="hnsw"``."""
+        """Top ``k`` by cosine: exact in SQL, in this process (``"local"``) or by ``"hnsw"``."""
         query = np.asarray(query_vector, dtype=np.float64).flatten()
         where, params = compile_filters(parse_filters(filters), "metadata")
         if k <= 0:
@@ -56,6 +70,10 @@ class PostgresSearches:
                     {**params, "k": k},
                 )
                 return [_hit(r, 0.0) for r in await cur.fetchall()]
+            if self._local is not None:
+                positions, sims = await self._local.search(conn, query, self._cpu())
+                rows = await best_rows(conn, p, positions, sims, k, where, params)
+                return [_hit(r[:4], float(r[4])) for r in rows]
             unit = query / norm
             params.update(q=unit.astype(np.float32), k=k)
             if self.search == "hnsw":
@@ -120,7 +138,7 @@ class PostgresSearches:
         async with self._pg.connection() as conn, conn.transaction():
             # Statistics and postings from one snapshot, whatever writers commit meanwhile.
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            rows = await keyword_rows(conn, self.prefix, terms, k, where, params)
+            rows = await keyword_rows(conn, self.prefix, terms, k, where, params, self._cpu())
         return [_hit(r[:4], float(r[4])) for r in rows]
 
 

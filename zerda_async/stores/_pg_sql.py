@@ -77,6 +77,12 @@ INDEX_SCHEMA: tuple[tuple[str, ...], ...] = (
         " AS run FROM {p}postings) s GROUP BY term_id, run",
         "DROP TABLE {p}postings",
     ),
+    # 7: the positions each version removed, so a replica's local copy of the
+    # vectors (:mod:`._pg_local_vectors`) catches up without reading them all.
+    (
+        "CREATE TABLE {p}removed (version bigint NOT NULL, pos bigint NOT NULL)",
+        "CREATE INDEX {p}removed_version ON {p}removed (version)",
+    ),
 )
 """Migration steps; step ``n`` brings the schema from version ``n - 1`` to ``n``."""
 

@@ -23,7 +23,16 @@ from ..core.index.analysis import analyzer_for
 from ..core.index.chunks import chunk_doc_id, chunk_metadata, chunk_text
 from ._pg_blocks import add_postings, delete_postings
 
-__all__ = ["Prepared", "bump", "check_dim", "copy_rows", "delete_docs", "lock_corpus", "prepare"]
+__all__ = [
+    "Prepared",
+    "bump",
+    "check_dim",
+    "copy_rows",
+    "delete_docs",
+    "lock_corpus",
+    "log_removed",
+    "prepare",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +88,8 @@ async def lock_corpus(
 
 async def delete_docs(
     conn: psycopg.AsyncConnection[Any], prefix: str, ids: list[str], analyzer: str
-) -> tuple[int, int]:
-    """Delete every chunk of ``ids`` with its vector and postings: (chunks, their tokens).
+) -> tuple[list[int], int]:
+    """Delete every chunk of ``ids`` with its vector and postings: (positions, their tokens).
 
     ``analyzer`` is the store's: the deleted texts are tokenised again to find
     the posting blocks that hold them.
@@ -90,12 +99,22 @@ async def delete_docs(
         f"DELETE FROM {p}chunks WHERE doc_id = ANY(%s) RETURNING pos, length, text", (ids,)
     )
     rows = await cur.fetchall()
+    positions = [int(r[0]) for r in rows]
     if rows:
-        positions = [int(r[0]) for r in rows]
         await conn.execute(f"DELETE FROM {p}vectors WHERE pos = ANY(%s)", (positions,))
         terms = await anyio.to_thread.run_sync(_terms_of, [str(r[2]) for r in rows], analyzer)
         await delete_postings(conn, p, positions, terms)
-    return len(rows), sum(int(r[1]) for r in rows)
+    return positions, sum(int(r[1]) for r in rows)
+
+
+async def log_removed(
+    conn: psycopg.AsyncConnection[Any], prefix: str, positions: list[int], version: int
+) -> None:
+    """Record that ``version`` removed ``positions`` (local vector copies catch up from it)."""
+    if positions:
+        await conn.execute(
+            f"INSERT INTO {prefix}removed SELECT %s, unnest(%s::bigint[])", (version, positions)
+        )
 
 
 def _terms_of(texts: list[str], analyzer: str) -> set[str]:

@@ -39,13 +39,22 @@ from psycopg.types.json import Jsonb
 from ..core.index.analysis import DOCUMENTED, analyzer_for
 from ..errors import ConfigError, StoreUnavailableError
 from ._pg_common import PgPool, migrate, valid_prefix
+from ._pg_local_vectors import LocalVectors
 from ._pg_search import PostgresSearches
 from ._pg_sql import INDEX_SCHEMA
-from ._pg_writes import bump, check_dim, copy_rows, delete_docs, lock_corpus, prepare
+from ._pg_writes import (
+    bump,
+    check_dim,
+    copy_rows,
+    delete_docs,
+    lock_corpus,
+    log_removed,
+    prepare,
+)
 
 __all__ = ["PostgresIndexStore"]
 
-SearchMode = Literal["exact", "hnsw"]
+SearchMode = Literal["exact", "hnsw", "local"]
 
 _VECTORS_STEP = 5
 """The schema step that moved the vectors into a table of their own."""
@@ -65,8 +74,10 @@ class PostgresIndexStore(PostgresSearches):
     """An :class:`~zerda_async.stores.IndexStore` in PostgreSQL with pgvector.
 
     Create it with :meth:`open` (connects, creates or migrates the schema).
-    ``search`` picks exact cosine (default) or ``"hnsw"``; ``ef_search`` is
-    the HNSW candidate list size (recall against exact: ``bench/bench_scaleout.py``).
+    ``search`` picks exact cosine in SQL (default), ``"local"`` (exact, in this
+    process, over a copy of the vectors kept at the corpus version: see
+    :mod:`._pg_local_vectors`) or ``"hnsw"``; ``ef_search`` is the HNSW
+    candidate list size (recall against exact: ``bench/bench_scaleout.py``).
     ``analyzer`` is the keyword text analyser (``retriever.text_analyzer`` of
     the engine's configuration); the first write records it, and a store
     written with another one raises :class:`~zerda_async.errors.ConfigError`.
@@ -91,10 +102,11 @@ class PostgresIndexStore(PostgresSearches):
     ) -> None:
         analyzer_for(analyzer)  # an unknown name raises ConfigError here
         self.analyzer = analyzer
-        if search not in ("exact", "hnsw"):
-            raise ValueError(f"search must be 'exact' or 'hnsw', got {search!r}")
+        if search not in ("exact", "hnsw", "local"):
+            raise ValueError(f"search must be 'exact', 'hnsw' or 'local', got {search!r}")
         self.prefix = valid_prefix(prefix)
         self.search = search
+        self._local = LocalVectors(self.prefix) if search == "local" else None
         if not 1 <= int(ef_search) <= 1000:
             raise ValueError(f"ef_search must be between 1 and 1000 (pgvector), got {ef_search}")
         self.ef_search = int(ef_search)
@@ -141,6 +153,9 @@ class PostgresIndexStore(PostgresSearches):
         if 0 < found[0] < _VECTORS_STEP and hnsw:
             # That migration dropped the HNSW index with the old vector column.
             await store.create_hnsw_index(hnsw[0]["m"], hnsw[0]["ef_construction"])
+        if store._local is not None:  # load the copy now, not on the first request
+            async with store._pg.connection(store._bulk_timeout(await store.count())) as conn:
+                await store._local.current(conn)
         return store
 
     @property
@@ -207,7 +222,14 @@ class PostgresIndexStore(PostgresSearches):
             gone, gone_length = await delete_docs(conn, p, ids, self.analyzer)
             if not gone:
                 return await bump(conn, p, 0, n_live, total, None, None)
-            return await bump(conn, p, 1, n_live - gone, total - gone_length, None, None)
+            version = await bump(conn, p, 1, n_live - len(gone), total - gone_length, None, None)
+            await log_removed(conn, p, gone, version)
+            return version
+
+    @property
+    def local_rows(self) -> int | None:
+        """Vectors held in this process by ``search="local"`` at its last search (else None)."""
+        return None if self._local is None else self._local.rows
 
     async def has_hnsw_index(self) -> bool:
         """True once :meth:`create_hnsw_index` has built the index (``search="hnsw"`` uses it)."""
@@ -256,22 +278,24 @@ class PostgresIndexStore(PostgresSearches):
         async with self._pg.connection(timeout) as conn, conn.transaction():
             n_live, total, next_pos, dim = await lock_corpus(conn, p)
             await self._claim_analyzer(conn)
-            gone, gone_length = 0, 0
+            gone: list[int] = []
+            gone_length = 0
             if replace:
                 ids = list(dict.fromkeys([*prepared.doc_ids, *(str(d) for d in extra)]))
                 gone, gone_length = await delete_docs(conn, p, ids, self.analyzer)
-            new_dim = check_dim(dim, n_live - gone, prepared.rows)
+            live = n_live - len(gone) + len(items)
+            new_dim = check_dim(dim, n_live - len(gone), prepared.rows)
             await copy_rows(conn, p, prepared, next_pos)
             version = await bump(
                 conn,
                 p,
                 1,
-                n_live - gone + len(items),
+                live,
                 total - gone_length + prepared.tokens,
                 next_pos + len(items),
                 new_dim,
             )
-        live = n_live - gone + len(items)
+            await log_removed(conn, p, gone, version)
         if len(items) >= _VACUUM_SHARE * live:
             await self._vacuum(live)
         return version

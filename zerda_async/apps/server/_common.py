@@ -9,6 +9,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from zerda_async.apps._profiles import EF_SEARCH
 from zerda_async.apps.server._schemas import ErrorBody
 from zerda_async.errors import HTTPProblem, MediaTypeError
 
@@ -41,8 +42,9 @@ class ServiceSettings(msgspec.Struct, kw_only=True):
     """When set, every endpoint but ``/healthz`` and the page's static files requires
     ``Authorization: Bearer <api_key>`` (401 otherwise)."""
     vector_search: str = "exact"
-    """A PostgreSQL index store's vector search: ``"exact"`` or ``"hnsw"`` (its HNSW index)."""
-    ef_search: int = 400
+    """A PostgreSQL index store's vector search: ``"exact"`` (in PostgreSQL), ``"local"``
+    (exact, in each replica over a copy of the vectors) or ``"hnsw"`` (its HNSW index)."""
+    ef_search: int = EF_SEARCH
     """HNSW candidate list size (with ``vector_search="hnsw"``; ``zerda serve --ef-search``)."""
 
 

@@ -18,11 +18,11 @@ import copy
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from zerda_async.apps._profiles import KEYWORD_ONLY, profile_config
+from zerda_async.apps._profiles import EF_SEARCH, KEYWORD_ONLY, profile_config
 from zerda_async.apps._saved_index import open_index
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.embedders import embedder_from_params
@@ -30,6 +30,9 @@ from zerda_async.embedders._hashing import HashingEmbedder
 from zerda_async.engine._engine import AsyncContextEngine
 from zerda_async.errors import StoreUnavailableError, UsageError
 from zerda_async.stores import MemorySessionStore, Stores
+
+if TYPE_CHECKING:
+    from zerda_async.stores._postgres_index import SearchMode
 
 __all__ = [
     "EMBEDDER_SETTING",
@@ -118,7 +121,7 @@ class StoreSet:
         prefix: str = "zerda_",
         request_timeout: float = 30.0,
         vector_search: str = "exact",
-        ef_search: int = 400,
+        ef_search: int = EF_SEARCH,
     ) -> None:
         check_state_url(state)
         self.vector_search, self.ef_search = vector_search, ef_search
@@ -160,7 +163,8 @@ class StoreSet:
             prefix=self.prefix,
             operation_timeout=2 * self.timeout,
             connect_timeout=self.timeout,
-            search="hnsw" if self.vector_search == "hnsw" else "exact",
+            # The store refuses a mode it does not know, naming it.
+            search=cast("SearchMode", self.vector_search),
             ef_search=self.ef_search,
         )
         opened.append(index)

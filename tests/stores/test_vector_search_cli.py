@@ -1,4 +1,4 @@
-"""``zerda index --store URL --hnsw`` builds an HNSW index; ``zerda serve`` can search it."""
+"""``zerda index --store URL --hnsw`` builds an HNSW index; ``zerda serve --vector-search``."""
 
 from __future__ import annotations
 
@@ -65,7 +65,11 @@ def test_index_builds_the_hnsw_index_and_serve_searches_it(
     # so the HNSW contexts are the exact ones.
     hnsw = ["--vector-search", "hnsw", "--ef-search", "1000"]
     with replicas(url, "memory", 1) as [plain], replicas(url, "memory", 1, extra=hnsw) as [fast]:
-        assert _contexts(fast) == _contexts(plain)
+        expected = _contexts(plain)
+        assert _contexts(fast) == expected
+    # Exact cosine over the replica's own copy of the vectors: the same contexts.
+    with replicas(url, "memory", 1, extra=["--vector-search", "local"]) as [local]:
+        assert _contexts(local) == expected
 
 
 def test_hnsw_options_in_the_wrong_place_are_one_line_errors(tmp_path: Path) -> None:
@@ -76,7 +80,8 @@ def test_hnsw_options_in_the_wrong_place_are_one_line_errors(tmp_path: Path) -> 
     _one_line_error(keyword_only, "--hnsw needs vectors", "keyword only")
     done = _zerda("index", *files, "--out", str(out), *DOCUMENTED)
     assert done.returncode == 0, done.stderr
-    served = _zerda("serve", str(out), "--vector-search", "hnsw", "--port", "1")
-    _one_line_error(served, "--vector-search hnsw", "postgresql://")
+    for mode in ("hnsw", "local"):
+        served = _zerda("serve", str(out), "--vector-search", mode, "--port", "1")
+        _one_line_error(served, f"--vector-search {mode}", "postgresql://")
     too_long = _zerda("serve", str(out), "--ef-search", "1001", "--port", "1")
     assert too_long.returncode == 2 and "1-1000" in too_long.stderr
