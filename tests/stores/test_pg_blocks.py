@@ -132,3 +132,37 @@ def test_the_migration_packs_runs_of_block_postings() -> None:
     """Schema step 6 writes SQL with the block size as a literal: it must be BLOCK."""
     step6 = " ".join(INDEX_SCHEMA[5])
     assert f"ORDER BY pos) - 1) / {_pg_blocks.BLOCK}" in step6
+
+
+async def test_a_write_between_scoring_and_reading_rows_scores_again(
+    postgres: PostgresServer, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows show a later version: the result is the new version's, not a mix."""
+    from zerda_async.stores import _pg_keyword
+
+    docs = _docs(200, 6)
+    memory = MemoryIndexStore()
+    await memory.add(docs)
+    pg = await PostgresIndexStore.open(postgres.url, prefix=prefix)
+    writer = await PostgresIndexStore.open(postgres.url, prefix=prefix)
+    scored = _pg_keyword._scored
+    calls: list[int] = []
+
+    async def then_a_write(*args: Any) -> Any:
+        found = await scored(*args)
+        calls.append(1)
+        if len(calls) == 1:  # the top chunk goes while this search holds its scores
+            top = (await memory.keyword_search("river nile", 1))[0].chunk.doc_id
+            await memory.remove([top])
+            await writer.remove([top])
+        return found
+
+    try:
+        await pg.add(docs)
+        monkeypatch.setattr(_pg_keyword, "_scored", then_a_write)
+        got = await pg.keyword_search("river nile", 10)
+        assert len(calls) == 2
+        assert _ranked(got) == _ranked(await memory.keyword_search("river nile", 10))
+    finally:
+        await writer.aclose()
+        await pg.aclose()

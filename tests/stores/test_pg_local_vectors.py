@@ -89,3 +89,23 @@ async def test_a_local_copy_opens_on_an_empty_store_and_on_one_without_vectors(
         assert [h.chunk.doc_id for h in await local.keyword_search("keyword", 2)] == ["k0", "k1"]
     finally:
         await local.aclose()
+
+
+async def test_a_filtered_search_that_finds_nothing_still_sees_new_chunks(
+    postgres: PostgresServer, prefix: str
+) -> None:
+    """No row read tells the version, so the search asks for it before answering."""
+    docs = demo_docs()[:20]
+    writer = await PostgresIndexStore.open(postgres.url, prefix=prefix)
+    await writer.add(docs, embed(docs))
+    local = await PostgresIndexStore.open(postgres.url, prefix=prefix, search="local")
+    try:
+        query = embed([Doc("q", "a new kind of chunk")])[0]
+        assert await local.vector_search(query, 3, {"lang": "xx"}) == []
+        new = [Doc("x1", "a new kind of chunk", {"lang": "xx"})]
+        await writer.add(new, embed(new))
+        found = await local.vector_search(query, 3, {"lang": "xx"})
+        assert [h.chunk.doc_id for h in found] == ["x1"]
+    finally:
+        await local.aclose()
+        await writer.aclose()

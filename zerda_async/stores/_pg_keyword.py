@@ -1,8 +1,8 @@
 """BM25 in the PostgreSQL index store: the query terms' blocks, scored in the replica.
 
-A search reads, in one read-only snapshot, the corpus totals, its terms'
-document frequencies and their posting blocks (:mod:`._pg_blocks`: a few rows
-per term), then computes every weight with the in-memory index's own
+A search reads, in one statement (one snapshot), the corpus totals, its
+terms' document frequencies and their posting blocks (:mod:`._pg_blocks`: a
+few rows per term), then computes every weight with the in-memory index's own
 :func:`~zerda_async.core.index.bm25_weights` and adds them term by term in
 query order into one score per position — the in-memory index's arithmetic,
 so the scores are bit-identical by construction.  The top ``k`` by score,
@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from ..core.index import bm25_idf, bm25_weights
 from ..runtime import run_in_thread
 from ._pg_blocks import unpack
-from ._pg_rows import best_rows
+from ._pg_rows import ATTEMPTS, best_rows
 
 __all__ = ["keyword_rows"]
 
@@ -43,37 +43,58 @@ async def keyword_rows(
     params: dict[str, Any],
     limiter: anyio.CapacityLimiter,
 ) -> list[Any]:
-    """``(pos, doc_id, text, metadata, score)`` of the top ``k`` (inside a read-only snapshot).
+    """``(pos, doc_id, text, metadata, score)`` of the top ``k``, all of one corpus version.
 
-    The scoring runs in a worker thread (``limiter``: how many at once).
+    The statistics and the blocks come from one statement (one snapshot), the
+    rows of the best after; when a write committed in between, the search runs
+    again on the new version.  The scoring runs in a worker thread
+    (``limiter``: how many at once).
     """
+    rows: list[Any] | None = None
+    for attempt in range(ATTEMPTS):
+        scored = await _scored(conn, prefix, terms, limiter)
+        if scored is None:
+            return []
+        version, hits, values = scored
+        # The last attempt takes the rows as they are, whatever commits meanwhile.
+        check = version if attempt < ATTEMPTS - 1 else None
+        rows = await best_rows(conn, prefix, hits, values, k, where, params, check)
+        if rows is not None:
+            break
+    assert rows is not None
+    return rows
+
+
+async def _scored(
+    conn: psycopg.AsyncConnection[Any],
+    prefix: str,
+    terms: list[str],
+    limiter: anyio.CapacityLimiter,
+) -> tuple[int, NDArray[np.intp], NDArray[np.float64]] | None:
+    """(version, positions with a positive score, their scores), or None when none can score."""
     p = prefix
     cur = await conn.execute(
-        f"SELECT c.n_live, c.total_length, c.next_pos, t.term, t.id, t.df"
-        f" FROM {p}corpus c LEFT JOIN {p}terms t ON t.term = ANY(%s) AND t.df > 0",
+        f"SELECT c.version, c.n_live, c.total_length, c.next_pos, t.term, t.df, b.pos, b.tf, b.len"
+        f" FROM {p}corpus c LEFT JOIN {p}terms t ON t.term = ANY(%s) AND t.df > 0"
+        f" LEFT JOIN {p}blocks b ON b.term_id = t.id ORDER BY t.id, b.lo",
         (terms,),
-    )
-    rows = await cur.fetchall()
-    n_docs, total, n_positions = int(rows[0][0]), int(rows[0][1]), int(rows[0][2])
-    if n_docs == 0:
-        return []
-    found = {str(r[3]): (int(r[4]), int(r[5])) for r in rows if r[3] is not None}
-    used = [t for t in terms if t in found]
-    if not used:
-        return []
-    cur = await conn.execute(
-        f"SELECT term_id, pos, tf, len FROM {p}blocks WHERE term_id = ANY(%s) ORDER BY term_id, lo",
-        ([found[t][0] for t in used],),
         binary=True,
     )
-    blocks: dict[int, list[Any]] = {}
-    for term_id, *packed in await cur.fetchall():
-        blocks.setdefault(int(term_id), []).append(packed)
-    stats = [(blocks[found[t][0]], found[t][1]) for t in used]
+    rows = await cur.fetchall()
+    version, n_docs, total, n_positions = (int(v) for v in rows[0][:4])
+    blocks: dict[str, list[Any]] = {}
+    df: dict[str, int] = {}
+    for *_, term, term_df, pos, tf, length in rows:
+        if term is not None and pos is not None:
+            blocks.setdefault(str(term), []).append((pos, tf, length))
+            df[str(term)] = int(term_df)
+    stats = [(blocks[t], df[t]) for t in terms if t in blocks]
+    if n_docs == 0 or not stats:
+        return None
     hits, values = await run_in_thread(
         _scores, stats, n_docs, total / n_docs, n_positions, limiter=limiter
     )
-    return await best_rows(conn, p, hits, values, k, where, params)
+    return version, hits, values
 
 
 def _scores(

@@ -1,11 +1,13 @@
 """Exact cosine in the replica: a copy of the store's vectors kept at the corpus version.
 
 With ``search="local"`` a :class:`~._postgres_index.PostgresIndexStore` loads
-every chunk's float64 unit vector into this process when it opens, and before
-each search brings the copy to the store's current version: the chunks added
-since (positions only grow, so they are those at or beyond the copy's end)
-and the positions removed since, which writes log in ``{p}removed`` with the
-version that removed them (schema step 7).  The scan is the in-memory
+every chunk's float64 unit vector into this process when it opens.  A search
+scans the copy, then reads the rows of the best with the corpus version; when
+that is newer than the copy's, the copy catches up — the chunks added since
+(positions only grow, so they are those at or beyond the copy's end) and the
+positions removed since, which writes log in ``{p}removed`` with the version
+that removed them (schema step 7) — and the search runs again.  So a search
+costs PostgreSQL one primary-key read of ``k`` rows.  The scan is the in-memory
 index's own :class:`~zerda_async.core.index.VectorIndex`, so the cosines are
 those of the in-memory engine.
 
@@ -29,15 +31,15 @@ from numpy.typing import ArrayLike, NDArray
 from ..core.index import VectorIndex
 from ..runtime import run_in_thread
 
-__all__ = ["LocalVectors"]
+__all__ = ["Copy", "LocalVectors"]
 
 _COMPACT_SHARE = 0.25
 """Removed rows beyond this share of the copy are dropped from it (one copy of the live rows)."""
 
 
 @dataclass(frozen=True, slots=True)
-class _Copy:
-    """One immutable generation of the copy (searches keep the one they started with)."""
+class Copy:
+    """One immutable generation of the copy (a search keeps the one it started with)."""
 
     version: int
     end: int  # positions below this were loaded
@@ -51,7 +53,7 @@ class LocalVectors:
 
     def __init__(self, prefix: str) -> None:
         self._prefix = prefix
-        self._copy: _Copy | None = None
+        self._copy: Copy | None = None
         self._lock = anyio.Lock()
 
     @property
@@ -62,30 +64,30 @@ class LocalVectors:
             return 0
         return copy.index.n_positions - copy.removed
 
-    async def current(self, conn: psycopg.AsyncConnection[Any]) -> _Copy:
-        """The copy at the store's current version (loading what changed since the last one)."""
-        p = self._prefix
-        cur = await conn.execute(f"SELECT version FROM {p}corpus")
-        row = await cur.fetchone()
-        assert row is not None
+    async def loaded(self, conn: psycopg.AsyncConnection[Any]) -> Copy:
+        """The copy as it is, loaded first if this process has none yet."""
         copy = self._copy
-        if copy is not None and copy.version == int(row[0]):
-            return copy
+        return copy if copy is not None else await self.refreshed(conn, None)
+
+    async def refreshed(self, conn: psycopg.AsyncConnection[Any], seen: Copy | None) -> Copy:
+        """The copy at the store's current version (``seen``: the one found out of date)."""
         async with self._lock:  # one refresh at a time; the others then find it done
             copy = self._copy
-            if copy is None or copy.version != int(row[0]):
+            if copy is None or copy is seen:
                 async with conn.transaction():
                     await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    copy = await self._refreshed(conn, copy)
+                    copy = await self._caught_up(conn, copy)
                 self._copy = copy
         return copy
 
-    async def _refreshed(self, conn: psycopg.AsyncConnection[Any], old: _Copy | None) -> _Copy:
+    async def _caught_up(self, conn: psycopg.AsyncConnection[Any], old: Copy | None) -> Copy:
         p = self._prefix
         cur = await conn.execute(f"SELECT version, next_pos FROM {p}corpus")
         row = await cur.fetchone()
         assert row is not None
         version, end = int(row[0]), int(row[1])
+        if old is not None and old.version == version:
+            return old
         start = 0 if old is None else old.end
         cur = await conn.execute(
             f"SELECT pos, unit FROM {p}chunks WHERE pos >= %s AND unit IS NOT NULL ORDER BY pos",
@@ -101,21 +103,20 @@ class LocalVectors:
             gone = [int(r[0]) for r in await cur.fetchall()]
         return _merged(old, version, end, added, gone)
 
-    async def search(
-        self, conn: psycopg.AsyncConnection[Any], query: ArrayLike, limiter: anyio.CapacityLimiter
+    async def scan(
+        self, copy: Copy, query: ArrayLike, limiter: anyio.CapacityLimiter
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """Store positions (ascending) and their rounded cosines with ``query``.
+        """Store positions (ascending) and their rounded cosines with ``query`` in ``copy``.
 
         The scan runs in a worker thread (``limiter``: how many at once).
         """
-        copy = await self.current(conn)
         if copy.index is None:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         rows, sims = await run_in_thread(copy.index.similarities, query, limiter=limiter)
         return (copy.positions if rows is None else copy.positions[rows]), sims
 
 
-def _merged(old: _Copy | None, version: int, end: int, added: list[Any], gone: list[int]) -> _Copy:
+def _merged(old: Copy | None, version: int, end: int, added: list[Any], gone: list[int]) -> Copy:
     """``old`` with the positions ``gone`` masked out and the rows ``added`` appended."""
     positions = np.empty(0, dtype=np.int64) if old is None else old.positions
     index = None if old is None else old.index
@@ -142,4 +143,4 @@ def _merged(old: _Copy | None, version: int, end: int, added: list[Any], gone: l
         else:
             index = index.appended(new_rows)
             positions = np.concatenate((positions, new_positions))
-    return _Copy(version, end, positions, index, removed)
+    return Copy(version, end, positions, index, removed)

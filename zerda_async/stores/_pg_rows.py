@@ -5,8 +5,9 @@ a local copy of the vectors) end here: they hold every hit's score and need
 the rows of the best few.  Without a filter one primary-key lookup of the
 best ``k`` does; with one, the best candidates are checked against it in SQL
 in rounds (each sixteen times larger), so a filter costs a few lookups rather
-than a scan, and every candidate is reached eventually.  A hit whose chunk
-is gone (removed after the hits were scored) is skipped like a filtered one.
+than a scan, and every candidate is reached eventually.  The row reads also
+return the corpus version, so a search that scored an older version than the
+rows show can score again instead of mixing two versions.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ import numpy as np
 import psycopg
 from numpy.typing import NDArray
 
-__all__ = ["best_rows"]
+__all__ = ["ATTEMPTS", "best_rows"]
+
+ATTEMPTS = 3
+"""Scorings of one search at most: a write committing between the scoring and the row reads
+makes the search score again on the new version; the last attempt takes the rows as read."""
 
 _SLACK = 16
 """Candidates taken beyond ``k`` in the first round of a filtered search."""
@@ -48,15 +53,21 @@ async def best_rows(
     k: int,
     where: str,
     params: dict[str, Any],
-) -> list[Any]:
+    version: int | None,
+) -> list[Any] | None:
     """``(pos, doc_id, text, metadata, score)`` of the best ``k`` hits that pass ``where``.
 
     ``hits`` are store positions, ascending; the best have the largest
-    ``values``, ties by position.
+    ``values``, ties by position.  ``version`` is the corpus version the hits
+    were scored at: None is returned when a row read shows a later one, or
+    misses a hit's chunk without a filter, or when nothing was found and the
+    corpus has moved on (the caller scores again); ``version=None`` takes the
+    rows as they are.
     """
     filtered = where != "TRUE"
     sql = (
-        f"SELECT c.pos, c.doc_id, c.text, c.metadata FROM {prefix}chunks c"
+        f"SELECT c.pos, c.doc_id, c.text, c.metadata, v.version"
+        f" FROM {prefix}chunks c CROSS JOIN {prefix}corpus v"
         f" WHERE c.pos = ANY(%(cands)s::bigint[])" + (f" AND {where}" if filtered else "")
     )
     chosen: list[Any] = []
@@ -67,9 +78,19 @@ async def best_rows(
         batch = order[done:]
         cur = await conn.execute(sql, {**params, "cands": hits[batch].tolist()})
         rows = {int(r[0]): r for r in await cur.fetchall()}
+        # A later version, or (unfiltered) a hit whose chunk is gone: scored too early.
+        moved = any(int(r[4]) != version for r in rows.values())
+        if version is not None and (moved or (not filtered and len(rows) < batch.shape[0])):
+            return None
         chosen.extend(
-            (*rows[int(hits[i])], float(values[i])) for i in batch if int(hits[i]) in rows
+            (*rows[int(hits[i])][:4], float(values[i])) for i in batch if int(hits[i]) in rows
         )
         done = order.shape[0]
         want *= _GROWTH
+    if version is not None and not chosen:
+        # No row told the version (no hit, or none passed the filter): ask for it.
+        cur = await conn.execute(f"SELECT version FROM {prefix}corpus")
+        row = await cur.fetchone()
+        if row is not None and int(row[0]) != version:
+            return None
     return chosen[:k]

@@ -23,7 +23,7 @@ from ._filters import Filters, parse_filters
 from ._pg_common import PgPool
 from ._pg_keyword import keyword_rows
 from ._pg_local_vectors import LocalVectors
-from ._pg_rows import best_rows
+from ._pg_rows import ATTEMPTS, best_rows
 from ._pg_sql import compile_filters
 from ._protocols import Hit, StoredChunk
 
@@ -46,7 +46,7 @@ class PostgresSearches:
     _cpu_limiter: anyio.CapacityLimiter | None = None
 
     def _cpu(self) -> anyio.CapacityLimiter:
-        """The worker threads scoring this store's hits (made on first use, in the loop)."""
+        """The worker threads that score this store's hits (made on first use)."""
         if self._cpu_limiter is None:
             self._cpu_limiter = anyio.CapacityLimiter(_CPU_THREADS)
         return self._cpu_limiter
@@ -71,9 +71,7 @@ class PostgresSearches:
                 )
                 return [_hit(r, 0.0) for r in await cur.fetchall()]
             if self._local is not None:
-                positions, sims = await self._local.search(conn, query, self._cpu())
-                rows = await best_rows(conn, p, positions, sims, k, where, params)
-                return [_hit(r[:4], float(r[4])) for r in rows]
+                return await self._local_search(conn, self._local, query, k, where, params)
             unit = query / norm
             params.update(q=unit.astype(np.float32), k=k)
             if self.search == "hnsw":
@@ -81,6 +79,28 @@ class PostgresSearches:
             else:
                 rows = await _exact_rows(conn, p, where, params, k, unit.shape[0])
         return _rescored(rows, unit, k)
+
+    async def _local_search(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        local: LocalVectors,
+        query: NDArray[np.float64],
+        k: int,
+        where: str,
+        params: dict[str, Any],
+    ) -> list[Hit]:
+        copy = await local.loaded(conn)
+        rows: list[Any] | None = None
+        for attempt in range(ATTEMPTS):
+            positions, sims = await local.scan(copy, query, self._cpu())
+            # The last attempt takes the rows as they are, whatever commits meanwhile.
+            check = copy.version if attempt < ATTEMPTS - 1 else None
+            rows = await best_rows(conn, self.prefix, positions, sims, k, where, params, check)
+            if rows is not None:
+                break
+            copy = await local.refreshed(conn, copy)  # a write committed: catch up, again
+        assert rows is not None
+        return [_hit(r[:4], float(r[4])) for r in rows]
 
     async def _hnsw_rows(
         self, conn: psycopg.AsyncConnection[Any], where: str, params: dict[str, Any], dim: int
@@ -135,9 +155,7 @@ class PostgresSearches:
         where, params = compile_filters(parse_filters(filters), "c.metadata")
         if not terms or k <= 0:
             return []
-        async with self._pg.connection() as conn, conn.transaction():
-            # Statistics and postings from one snapshot, whatever writers commit meanwhile.
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        async with self._pg.connection() as conn:
             rows = await keyword_rows(conn, self.prefix, terms, k, where, params, self._cpu())
         return [_hit(r[:4], float(r[4])) for r in rows]
 

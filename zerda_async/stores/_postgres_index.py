@@ -13,6 +13,8 @@ tokeniser in Python, so the analyser is exactly the in-memory one.
   keeps every chunk within a proven float32 error margin of the k-th best;
   those few are rescored in Python in float64 and rounded to 12 decimals
   like the in-memory index, then ordered by score and corpus position.
+* **Local** (opt-in, ``search="local"``): exact cosine in this process over
+  a copy of the vectors kept at the corpus version (:mod:`._pg_local_vectors`).
 * **HNSW** (opt-in, ``search="hnsw"``): an HNSW index over the vectors
   answers with ``hnsw.ef_search``; its hits are rescored the same way.
 * **BM25**: document frequencies and totals are read in the same snapshot
@@ -155,7 +157,7 @@ class PostgresIndexStore(PostgresSearches):
             await store.create_hnsw_index(hnsw[0]["m"], hnsw[0]["ef_construction"])
         if store._local is not None:  # load the copy now, not on the first request
             async with store._pg.connection(store._bulk_timeout(await store.count())) as conn:
-                await store._local.current(conn)
+                await store._local.loaded(conn)
         return store
 
     @property
