@@ -26,12 +26,42 @@ import numpy as np
 import psycopg
 from numpy.typing import NDArray
 
-from ..core.index import bm25_idf, bm25_weights
+from ..core.index import WEIGHT_CACHE_POSTINGS, bm25_idf, bm25_weights
 from ..runtime import run_in_thread
 from ._pg_blocks import unpack
 from ._pg_rows import ATTEMPTS, best_rows
 
-__all__ = ["keyword_rows"]
+__all__ = ["WeightCache", "keyword_rows"]
+
+
+TermWeights = tuple[NDArray[np.int64], NDArray[np.float64]]
+"""One term's positions (ascending) and their BM25 weights."""
+
+
+class WeightCache:
+    """The BM25 weights of the terms searched at one corpus version, in this process.
+
+    Weights depend only on the version (its N, average length and document
+    frequencies), so a search reads the blocks of the terms it has not seen
+    at this version only, as the in-memory index caches its weights per
+    snapshot.  A newer version starts over; so does reaching ``max_postings``.
+    """
+
+    def __init__(self, max_postings: int = WEIGHT_CACHE_POSTINGS) -> None:
+        self.version = -1
+        self.entries: dict[str, TermWeights] = {}
+        self._postings = 0
+        self._max = max_postings
+
+    def put(self, version: int, found: dict[str, TermWeights]) -> None:
+        """Keep the weights ``found`` at ``version``."""
+        if version != self.version:
+            self.version, self.entries, self._postings = version, {}, 0
+        for term, value in found.items():
+            if self._postings + value[0].shape[0] > self._max:
+                self.entries, self._postings = {}, 0
+            self.entries[term] = value
+            self._postings += value[0].shape[0]
 
 
 async def keyword_rows(
@@ -42,17 +72,18 @@ async def keyword_rows(
     where: str,
     params: dict[str, Any],
     limiter: anyio.CapacityLimiter,
+    cache: WeightCache,
 ) -> list[Any]:
     """``(pos, doc_id, text, metadata, score)`` of the top ``k``, all of one corpus version.
 
-    The statistics and the blocks come from one statement (one snapshot), the
-    rows of the best after; when a write committed in between, the search runs
-    again on the new version.  The scoring runs in a worker thread
-    (``limiter``: how many at once).
+    The statistics and the blocks of the terms not in ``cache`` come from one
+    statement (one snapshot), the rows of the best after; when a write
+    committed in between, the search runs again on the new version.  The
+    scoring runs in a worker thread (``limiter``: how many at once).
     """
     rows: list[Any] | None = None
     for attempt in range(ATTEMPTS):
-        scored = await _scored(conn, prefix, terms, limiter)
+        scored = await _scored(conn, prefix, terms, limiter, cache)
         if scored is None:
             return []
         version, hits, values = scored
@@ -70,41 +101,55 @@ async def _scored(
     prefix: str,
     terms: list[str],
     limiter: anyio.CapacityLimiter,
+    cache: WeightCache,
 ) -> tuple[int, NDArray[np.intp], NDArray[np.float64]] | None:
     """(version, positions with a positive score, their scores), or None when none can score."""
     p = prefix
+    known = [t for t in terms if t in cache.entries]
+    # A cached term's blocks are skipped only while the corpus is at the cache's version.
     cur = await conn.execute(
         f"SELECT c.version, c.n_live, c.total_length, c.next_pos, t.term, t.df, b.pos, b.tf, b.len"
         f" FROM {p}corpus c LEFT JOIN {p}terms t ON t.term = ANY(%s) AND t.df > 0"
-        f" LEFT JOIN {p}blocks b ON b.term_id = t.id ORDER BY t.id, b.lo",
-        (terms,),
+        f" LEFT JOIN {p}blocks b ON b.term_id = t.id"
+        f" AND NOT (c.version = %s AND t.term = ANY(%s)) ORDER BY t.id, b.lo",
+        (terms, cache.version, known),
         binary=True,
     )
     rows = await cur.fetchall()
     version, n_docs, total, n_positions = (int(v) for v in rows[0][:4])
+    cached = cache.entries if version == cache.version else {}
     blocks: dict[str, list[Any]] = {}
     df: dict[str, int] = {}
     for *_, term, term_df, pos, tf, length in rows:
-        if term is not None and pos is not None:
-            blocks.setdefault(str(term), []).append((pos, tf, length))
+        if term is not None:
             df[str(term)] = int(term_df)
-    stats = [(blocks[t], df[t]) for t in terms if t in blocks]
-    if n_docs == 0 or not stats:
+            if pos is not None:
+                blocks.setdefault(str(term), []).append((pos, tf, length))
+    held = [t for t in terms if t in df and (t in blocks or t in cached)]
+    if n_docs == 0 or not held:
         return None
-    hits, values = await run_in_thread(
-        _scores, stats, n_docs, total / n_docs, n_positions, limiter=limiter
+    plan = [(t, cached.get(t), blocks.get(t, []), df[t]) for t in held]
+    hits, values, fresh = await run_in_thread(
+        _scores, plan, n_docs, total / n_docs, n_positions, limiter=limiter
     )
+    cache.put(version, fresh)
     return version, hits, values
 
 
 def _scores(
-    stats: list[tuple[list[Any], int]], n_docs: int, avgdl: float, n_positions: int
-) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
-    """Positions with a positive score (ascending) and their scores, terms in query order."""
+    plan: list[tuple[str, TermWeights | None, list[Any], int]],
+    n_docs: int,
+    avgdl: float,
+    n_positions: int,
+) -> tuple[NDArray[np.intp], NDArray[np.float64], dict[str, TermWeights]]:
+    """Positive-score positions (ascending), their scores (terms in query order), new weights."""
     scores = np.zeros(n_positions, dtype=np.float64)
-    for rows, df in stats:
-        docs, tfs, lengths = unpack(rows)
+    fresh: dict[str, TermWeights] = {}
+    for term, known, rows, df in plan:
+        if known is None:
+            docs, tfs, lengths = unpack(rows)
+            known = fresh[term] = docs, bm25_weights(tfs, lengths, bm25_idf(n_docs, df), avgdl)
         # Positions are unique within a term, so the buffered add touches each once.
-        scores[docs] += bm25_weights(tfs, lengths, bm25_idf(n_docs, df), avgdl)
+        scores[known[0]] += known[1]
     hits = np.flatnonzero(scores > 0)
-    return hits, scores[hits]
+    return hits, scores[hits], fresh

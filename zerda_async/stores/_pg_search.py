@@ -21,7 +21,7 @@ from ..core.index import COSINE_DECIMALS
 from ..core.index.analysis import analyzer_for
 from ._filters import Filters, parse_filters
 from ._pg_common import PgPool
-from ._pg_keyword import keyword_rows
+from ._pg_keyword import WeightCache, keyword_rows
 from ._pg_local_vectors import LocalVectors
 from ._pg_rows import ATTEMPTS, best_rows
 from ._pg_sql import compile_filters
@@ -44,6 +44,7 @@ class PostgresSearches:
     _pg: PgPool
     _local: LocalVectors | None
     _cpu_limiter: anyio.CapacityLimiter | None = None
+    _weights: WeightCache | None = None
 
     def _cpu(self) -> anyio.CapacityLimiter:
         """The worker threads that score this store's hits (made on first use)."""
@@ -156,7 +157,11 @@ class PostgresSearches:
         if not terms or k <= 0:
             return []
         async with self._pg.connection() as conn:
-            rows = await keyword_rows(conn, self.prefix, terms, k, where, params, self._cpu())
+            if self._weights is None:
+                self._weights = WeightCache()
+            rows = await keyword_rows(
+                conn, self.prefix, terms, k, where, params, self._cpu(), self._weights
+            )
         return [_hit(r[:4], float(r[4])) for r in rows]
 
 

@@ -9,7 +9,14 @@ the three together for an updatable corpus (add, update, remove, compaction).
 from __future__ import annotations
 
 from .corpus import COMPACT_FRACTION, CorpusIndex
-from .keyword_index import BM25_B, BM25_K1, KeywordIndex, bm25_idf, bm25_weights
+from .keyword_index import (
+    BM25_B,
+    BM25_K1,
+    WEIGHT_CACHE_POSTINGS,
+    KeywordIndex,
+    bm25_idf,
+    bm25_weights,
+)
 from .metadata_index import MetadataIndex
 from .vector_index import COSINE_DECIMALS, VECTOR_DTYPES, VectorDType, VectorIndex, unit_rows
 
@@ -19,6 +26,7 @@ __all__ = [
     "COMPACT_FRACTION",
     "COSINE_DECIMALS",
     "VECTOR_DTYPES",
+    "WEIGHT_CACHE_POSTINGS",
     "CorpusIndex",
     "KeywordIndex",
     "MetadataIndex",
