@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import anyio
 import numpy as np
 import psycopg
 from numpy.typing import NDArray
@@ -80,29 +81,11 @@ async def add_postings(
     The positions must lie beyond every stored one (the store appends).
     """
     p = prefix
-    # Flat arrays (not a tuple per posting: a 100,000-chunk load has millions).
-    index: dict[str, int] = {}
-    term_of, tf_of = array("i"), array("i")
-    distinct = np.empty(len(counts), dtype=np.int64)
-    lengths = np.empty(len(counts), dtype=np.int32)
-    for i, chunk_counts in enumerate(counts):
-        distinct[i], lengths[i] = len(chunk_counts), sum(chunk_counts.values())
-        for term, tf in chunk_counts.items():
-            term_of.append(index.setdefault(term, len(index)))
-            tf_of.append(tf)
-    if not index:
+    # A Python loop over every posting: in a worker thread, off the event loop.
+    terms, df, flat = await anyio.to_thread.run_sync(_grouped, counts, start)
+    if not terms:
         return
-    terms = list(index)
-    df = np.bincount(np.frombuffer(term_of, dtype=np.int32), minlength=len(terms))
-    ids = await _term_ids(conn, p, terms, df.tolist())
-    # Grouped by term, positions ascending within each (a stable sort of chunk order).
-    order = np.argsort(np.frombuffer(term_of, dtype=np.int32), kind="stable")
-    chunk = np.repeat(np.arange(len(counts)), distinct)[order]
-    flat: Postings = (
-        start + chunk,
-        np.frombuffer(tf_of, dtype=np.int32)[order],
-        lengths[chunk],
-    )
+    ids = await _term_ids(conn, p, terms, df)
     ends = np.cumsum(df).tolist()
     cur = await conn.execute(
         f"SELECT DISTINCT ON (term_id) term_id, lo, n FROM {p}blocks"
@@ -123,6 +106,29 @@ async def add_postings(
             blocks.append((term_id, _cut(flat, at, min(at + BLOCK, end))))
     await _append(conn, p, appends)
     await _copy_blocks(conn, p, blocks)
+
+
+def _grouped(counts: Sequence[Counter[str]], start: int) -> tuple[list[str], list[int], Postings]:
+    """The terms, their document frequencies, and every posting grouped by term in that order.
+
+    Within a term the positions ascend (a stable sort of chunk order).  Flat
+    arrays, not a tuple per posting: a 100,000-chunk load has millions.
+    """
+    index: dict[str, int] = {}
+    term_of, tf_of = array("i"), array("i")
+    distinct = np.empty(len(counts), dtype=np.int64)
+    lengths = np.empty(len(counts), dtype=np.int32)
+    for i, chunk_counts in enumerate(counts):
+        distinct[i], lengths[i] = len(chunk_counts), sum(chunk_counts.values())
+        for term, tf in chunk_counts.items():
+            term_of.append(index.setdefault(term, len(index)))
+            tf_of.append(tf)
+    by_term = np.frombuffer(term_of, dtype=np.int32)
+    df = np.bincount(by_term, minlength=len(index)).tolist()
+    order = np.argsort(by_term, kind="stable")
+    chunk = np.repeat(np.arange(len(counts)), distinct)[order]
+    flat = (start + chunk, np.frombuffer(tf_of, dtype=np.int32)[order], lengths[chunk])
+    return list(index), df, flat
 
 
 async def _term_ids(
