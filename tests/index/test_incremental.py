@@ -198,3 +198,25 @@ def test_batch_tokenising_edge_cases() -> None:
     flat = [terms[i] for i in ids.tolist()]
     assert flat == [tok for t in tricky for tok in tokenize(t)]
     assert lengths.tolist() == [len(tokenize(t)) for t in tricky]
+
+
+def test_an_emptied_index_takes_vectors_of_another_dimension() -> None:
+    """Every chunk removed: the next add may bring any dimension; until then, only the same."""
+    chunks = [Chunk(f"d{i}", f"{WORDS[i % len(WORDS)]} common") for i in range(6)]
+    corpus = CorpusIndex.build(chunks, rows(chunks))
+    narrow = unit_rows(np.random.default_rng(2).normal(size=(1, 5)))
+    try:
+        corpus.appended([Chunk("n0", "narrow")], narrow)
+    except ValueError as exc:
+        assert "embedding dimension 5 does not match the index (64)" in str(exc)
+    else:
+        raise AssertionError("a 5-dim row was appended to a 16-dim index")
+    corpus, removed = corpus.without([c.doc_id for c in chunks])
+    assert (removed, corpus.n_live) == (6, 0)
+    fresh = [Chunk("n0", "narrow"), Chunk("n1", "narrow too")]
+    new_rows = unit_rows(np.random.default_rng(3).normal(size=(2, 5)))
+    corpus = corpus.appended(fresh, new_rows)
+    assert corpus.vectors is not None and corpus.vectors.dim == 5
+    positions, sims = corpus.vectors.similarities(new_rows[1])
+    assert positions is None or list(positions) == [0, 1]
+    assert sims[1] == 1.0 and sims[0] < 1.0

@@ -83,7 +83,11 @@ class VectorIndex:
         """A new snapshot with normalised ``rows`` appended (all live)."""
         if rows.shape[0] == 0:
             return self
-        if self.n_positions and rows.shape[1] != self.dim:
+        if self.n_positions == 0:
+            # Nothing left (every chunk removed and compacted): any dimension starts over.
+            fresh = rows.astype(self.dtype, copy=False)
+            return replace(self, segments=(fresh,), dim=int(rows.shape[1]), live=None)
+        if rows.shape[1] != self.dim:
             raise ValueError(
                 f"embedding dimension {rows.shape[1]} does not match the index ({self.dim})"
             )
