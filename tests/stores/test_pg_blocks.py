@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
 from typing import Any
@@ -166,3 +167,65 @@ async def test_a_write_between_scoring_and_reading_rows_scores_again(
     finally:
         await writer.aclose()
         await pg.aclose()
+
+
+async def test_concurrent_searches_over_a_small_weight_cache_stay_exact(
+    postgres: PostgresServer, prefix: str
+) -> None:
+    """Searches in flight together while the cache keeps starting over (a tiny bound)."""
+    docs = _docs(400, 7)
+    memory = MemoryIndexStore()
+    await memory.add(docs)
+    pg = await PostgresIndexStore.open(postgres.url, prefix=prefix, weight_cache_postings=120)
+    try:
+        await pg.add(docs)
+        rng = random.Random(3)
+        queries = [" ".join(rng.sample(_WORDS, rng.randint(1, 4))) for _ in range(60)]
+        expected = [_ranked(await memory.keyword_search(q, 8)) for q in queries]
+        for _ in range(3):
+            found = await asyncio.gather(*(pg.keyword_search(q, 8) for q in queries))
+            assert [_ranked(hits) for hits in found] == expected
+    finally:
+        await pg.aclose()
+
+
+async def test_the_migration_splits_long_posting_lists_into_blocks(
+    postgres: PostgresServer, prefix: str
+) -> None:
+    """A step-5 store (a posting per row) whose common terms hold more than two blocks."""
+    docs = _docs(14000, 8)
+    memory = MemoryIndexStore()
+    await memory.add(docs)
+    pg = await PostgresIndexStore.open(postgres.url, prefix=prefix)
+    await pg.add(docs)
+    await pg.aclose()
+    p = prefix
+    async with await psycopg.AsyncConnection.connect(postgres.url, autocommit=True) as conn:
+        cur = await conn.execute(f"SELECT term_id, pos, tf, len FROM {p}blocks", binary=True)
+        rows = [
+            (int(term_id), int(pos), int(tf), int(length))
+            for term_id, *packed in await cur.fetchall()
+            for pos, tf, length in zip(*unpack([packed]), strict=True)
+        ]
+        async with conn.transaction():
+            await conn.execute(
+                f"CREATE TABLE {p}postings (term_id int NOT NULL, pos bigint NOT NULL,"
+                f" tf int NOT NULL, length int NOT NULL)"
+            )
+            async with conn.cursor().copy(f"COPY {p}postings FROM STDIN") as copy:
+                for row in rows:
+                    await copy.write_row(row)
+            await conn.execute(f"DROP TABLE {p}blocks")
+            await conn.execute(f"DROP TABLE {p}removed")
+            await conn.execute(f"UPDATE {p}schema_version SET version = 5")
+    migrated = await PostgresIndexStore.open(postgres.url, prefix=prefix)
+    try:
+        longest = Counter(r[0] for r in rows).most_common(1)[0][1]
+        assert longest > 2 * _pg_blocks.BLOCK  # the runs really are split
+        assert await _check_blocks(postgres.url, prefix, _pg_blocks.BLOCK) > len(_WORDS)
+        for query in ["river nile", "the of date palm", "coffee"]:
+            assert _ranked(await migrated.keyword_search(query, 20)) == _ranked(
+                await memory.keyword_search(query, 20)
+            )
+    finally:
+        await migrated.aclose()

@@ -109,3 +109,16 @@ async def test_a_filtered_search_that_finds_nothing_still_sees_new_chunks(
     finally:
         await local.aclose()
         await writer.aclose()
+
+
+async def test_a_query_of_another_dimension_is_refused_naming_both(
+    postgres: PostgresServer, prefix: str
+) -> None:
+    docs = demo_docs()[:5]
+    local = await PostgresIndexStore.open(postgres.url, prefix=prefix, search="local")
+    try:
+        await local.add(docs, embed(docs))
+        with pytest.raises(ValueError, match=r"query vector dimension 8 does not match .*\(64\)"):
+            await local.vector_search(np.ones(8), 3)
+    finally:
+        await local.aclose()

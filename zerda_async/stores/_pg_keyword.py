@@ -44,7 +44,10 @@ class WeightCache:
     Weights depend only on the version (its N, average length and document
     frequencies), so a search reads the blocks of the terms it has not seen
     at this version only, as the in-memory index caches its weights per
-    snapshot.  A newer version starts over; so does reaching ``max_postings``.
+    snapshot.  A newer version starts over; so does reaching ``max_postings``
+    (a term longer than that is not kept).  ``entries`` is only ever added
+    to or replaced by a new dict, never emptied in place, so a search that
+    took ``(version, entries)`` before awaiting still holds every term it saw.
     """
 
     def __init__(self, max_postings: int = WEIGHT_CACHE_POSTINGS) -> None:
@@ -54,14 +57,19 @@ class WeightCache:
         self._max = max_postings
 
     def put(self, version: int, found: dict[str, TermWeights]) -> None:
-        """Keep the weights ``found`` at ``version``."""
-        if version != self.version:
+        """Keep the weights ``found`` at ``version`` (those of an older version are dropped)."""
+        if version < self.version:
+            return  # a search that started before a commit finished after a newer one
+        if version > self.version:
             self.version, self.entries, self._postings = version, {}, 0
         for term, value in found.items():
-            if self._postings + value[0].shape[0] > self._max:
+            size = int(value[0].shape[0])
+            if size > self._max:
+                continue
+            if self._postings + size > self._max:
                 self.entries, self._postings = {}, 0
             self.entries[term] = value
-            self._postings += value[0].shape[0]
+            self._postings += size
 
 
 async def keyword_rows(
@@ -74,12 +82,14 @@ async def keyword_rows(
     limiter: anyio.CapacityLimiter,
     cache: WeightCache,
 ) -> list[Any]:
-    """``(pos, doc_id, text, metadata, score)`` of the top ``k``, all of one corpus version.
+    """``(pos, doc_id, text, metadata, score)`` of the top ``k``.
 
     The statistics and the blocks of the terms not in ``cache`` come from one
     statement (one snapshot), the rows of the best after; when a write
-    committed in between, the search runs again on the new version.  The
-    scoring runs in a worker thread (``limiter``: how many at once).
+    committed in between, the search runs again on the new version, so the
+    result is that of one version unless writes commit during each of
+    :data:`~._pg_rows.ATTEMPTS` scorings (the last takes the rows as read).
+    The scoring runs in a worker thread (``limiter``: how many at once).
     """
     rows: list[Any] | None = None
     for attempt in range(ATTEMPTS):
@@ -105,19 +115,21 @@ async def _scored(
 ) -> tuple[int, NDArray[np.intp], NDArray[np.float64]] | None:
     """(version, positions with a positive score, their scores), or None when none can score."""
     p = prefix
-    known = [t for t in terms if t in cache.entries]
+    # Taken once: another search may replace the cache while this one awaits.
+    at, entries = cache.version, cache.entries
+    known = [t for t in terms if t in entries]
     # A cached term's blocks are skipped only while the corpus is at the cache's version.
     cur = await conn.execute(
         f"SELECT c.version, c.n_live, c.total_length, c.next_pos, t.term, t.df, b.pos, b.tf, b.len"
         f" FROM {p}corpus c LEFT JOIN {p}terms t ON t.term = ANY(%s) AND t.df > 0"
         f" LEFT JOIN {p}blocks b ON b.term_id = t.id"
         f" AND NOT (c.version = %s AND t.term = ANY(%s)) ORDER BY t.id, b.lo",
-        (terms, cache.version, known),
+        (terms, at, known),
         binary=True,
     )
     rows = await cur.fetchall()
     version, n_docs, total, n_positions = (int(v) for v in rows[0][:4])
-    cached = cache.entries if version == cache.version else {}
+    cached = entries if version == at else {}
     blocks: dict[str, list[Any]] = {}
     df: dict[str, int] = {}
     for *_, term, term_df, pos, tf, length in rows:

@@ -25,13 +25,17 @@ from typing import Any
 
 import anyio
 import numpy as np
-import psycopg
 from numpy.typing import ArrayLike, NDArray
 
 from ..core.index import VectorIndex
 from ..runtime import run_in_thread
+from ._pg_common import PgPool
 
 __all__ = ["Copy", "LocalVectors"]
+
+_SECONDS_PER_ROW = 0.0001
+"""Time a catch-up may take per row it reads, beyond the operation timeout (a 100,000-row
+load read 51 MB in about a second)."""
 
 _COMPACT_SHARE = 0.25
 """Removed rows beyond this share of the copy are dropped from it (one copy of the live rows)."""
@@ -64,44 +68,57 @@ class LocalVectors:
             return 0
         return copy.index.n_positions - copy.removed
 
-    async def loaded(self, conn: psycopg.AsyncConnection[Any]) -> Copy:
+    async def loaded(self, pg: PgPool) -> Copy:
         """The copy as it is, loaded first if this process has none yet."""
         copy = self._copy
-        return copy if copy is not None else await self.refreshed(conn, None)
+        return copy if copy is not None else await self.refreshed(pg, None)
 
-    async def refreshed(self, conn: psycopg.AsyncConnection[Any], seen: Copy | None) -> Copy:
-        """The copy at the store's current version (``seen``: the one found out of date)."""
+    async def refreshed(self, pg: PgPool, seen: Copy | None) -> Copy:
+        """The copy at the store's current version (``seen``: the one found out of date).
+
+        On connections of its own, the fetch allowed time for the rows it reads
+        (a bulk load elsewhere may have added many), not a search's timeout.
+        """
         async with self._lock:  # one refresh at a time; the others then find it done
             copy = self._copy
             if copy is None or copy is seen:
-                async with conn.transaction():
-                    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    copy = await self._caught_up(conn, copy)
+                copy = await self._caught_up(pg, copy)
                 self._copy = copy
         return copy
 
-    async def _caught_up(self, conn: psycopg.AsyncConnection[Any], old: Copy | None) -> Copy:
+    async def _caught_up(self, pg: PgPool, old: Copy | None) -> Copy:
         p = self._prefix
-        cur = await conn.execute(f"SELECT version, next_pos FROM {p}corpus")
-        row = await cur.fetchone()
-        assert row is not None
-        version, end = int(row[0]), int(row[1])
-        if old is not None and old.version == version:
-            return old
         start = 0 if old is None else old.end
-        cur = await conn.execute(
-            f"SELECT pos, unit FROM {p}chunks WHERE pos >= %s AND unit IS NOT NULL ORDER BY pos",
-            (start,),
-            binary=True,
-        )
-        added = await cur.fetchall()
-        gone: list[int] = []
-        if old is not None:
+        async with pg.connection() as conn:
+            cur = await conn.execute(f"SELECT next_pos FROM {p}corpus")
+            row = await cur.fetchone()
+        assert row is not None
+        rows_at_most = max(0, int(row[0]) - start)
+        timeout = pg.operation_timeout + _SECONDS_PER_ROW * rows_at_most
+        async with pg.connection(timeout) as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            cur = await conn.execute(f"SELECT version, next_pos FROM {p}corpus")
+            row = await cur.fetchone()
+            assert row is not None
+            version, end = int(row[0]), int(row[1])
+            if old is not None and old.version == version:
+                return old
             cur = await conn.execute(
-                f"SELECT pos FROM {p}removed WHERE version > %s AND pos < %s", (old.version, start)
+                f"SELECT pos, unit FROM {p}chunks WHERE pos >= %s AND unit IS NOT NULL"
+                f" ORDER BY pos",
+                (start,),
+                binary=True,
             )
-            gone = [int(r[0]) for r in await cur.fetchall()]
-        return _merged(old, version, end, added, gone)
+            added = await cur.fetchall()
+            gone: list[int] = []
+            if old is not None:
+                cur = await conn.execute(
+                    f"SELECT pos FROM {p}removed WHERE version > %s AND pos < %s",
+                    (old.version, start),
+                )
+                gone = [int(r[0]) for r in await cur.fetchall()]
+        # Stacking rows and compacting copy arrays: off the event loop.
+        return await anyio.to_thread.run_sync(_merged, old, version, end, added, gone)
 
     async def scan(
         self, copy: Copy, query: ArrayLike, limiter: anyio.CapacityLimiter
@@ -112,6 +129,11 @@ class LocalVectors:
         """
         if copy.index is None:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        dim = np.asarray(query).size
+        if dim != copy.index.dim:
+            raise ValueError(
+                f"query vector dimension {dim} does not match the index store ({copy.index.dim})"
+            )
         rows, sims = await run_in_thread(copy.index.similarities, query, limiter=limiter)
         return (copy.positions if rows is None else copy.positions[rows]), sims
 

@@ -60,15 +60,17 @@ async def best_rows(
     ``hits`` are store positions, ascending; the best have the largest
     ``values``, ties by position.  ``version`` is the corpus version the hits
     were scored at: None is returned when a row read shows a later one, or
-    misses a hit's chunk without a filter, or when nothing was found and the
-    corpus has moved on (the caller scores again); ``version=None`` takes the
-    rows as they are.
+    misses a hit's chunk without a filter (the caller scores again);
+    ``version=None`` takes the rows as they are.  ``where`` must name the
+    chunk columns with the alias ``c``.
     """
     filtered = where != "TRUE"
+    # The corpus row always comes back, so every round tells the version, even
+    # one in which no candidate passes the filter.
     sql = (
-        f"SELECT c.pos, c.doc_id, c.text, c.metadata, v.version"
-        f" FROM {prefix}chunks c CROSS JOIN {prefix}corpus v"
-        f" WHERE c.pos = ANY(%(cands)s::bigint[])" + (f" AND {where}" if filtered else "")
+        f"SELECT v.version, c.pos, c.doc_id, c.text, c.metadata FROM {prefix}corpus v"
+        f" LEFT JOIN {prefix}chunks c ON c.pos = ANY(%(cands)s::bigint[])"
+        + (f" AND {where}" if filtered else "")
     )
     chosen: list[Any] = []
     done = 0
@@ -77,18 +79,19 @@ async def best_rows(
         order = _ranked(values, min(done + want, hits.shape[0]))
         batch = order[done:]
         cur = await conn.execute(sql, {**params, "cands": hits[batch].tolist()})
-        rows = {int(r[0]): r for r in await cur.fetchall()}
+        found = await cur.fetchall()
+        rows = {int(r[1]): r[1:] for r in found if r[1] is not None}
         # A later version, or (unfiltered) a hit whose chunk is gone: scored too early.
-        moved = any(int(r[4]) != version for r in rows.values())
+        moved = int(found[0][0]) != version
         if version is not None and (moved or (not filtered and len(rows) < batch.shape[0])):
             return None
         chosen.extend(
-            (*rows[int(hits[i])][:4], float(values[i])) for i in batch if int(hits[i]) in rows
+            (*rows[int(hits[i])], float(values[i])) for i in batch if int(hits[i]) in rows
         )
         done = order.shape[0]
         want *= _GROWTH
-    if version is not None and not chosen:
-        # No row told the version (no hit, or none passed the filter): ask for it.
+    if version is not None and done == 0:
+        # No candidate at all, so no round told the version: ask for it.
         cur = await conn.execute(f"SELECT version FROM {prefix}corpus")
         row = await cur.fetchone()
         if row is not None and int(row[0]) != version:

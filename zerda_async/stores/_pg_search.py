@@ -41,6 +41,7 @@ class PostgresSearches:
     search: str
     ef_search: int
     analyzer: str
+    weight_cache_postings: int
     _pg: PgPool
     _local: LocalVectors | None
     _cpu_limiter: anyio.CapacityLimiter | None = None
@@ -62,6 +63,8 @@ class PostgresSearches:
             return []
         norm = float(np.linalg.norm(query))
         p = self.prefix
+        if self._local is not None and norm != 0:
+            return await self._local_search(self._local, query, k, filters)
         async with self._pg.connection() as conn:
             if norm == 0:
                 # Every cosine is 0: the first k chunks in corpus order, like the memory index.
@@ -71,8 +74,6 @@ class PostgresSearches:
                     {**params, "k": k},
                 )
                 return [_hit(r, 0.0) for r in await cur.fetchall()]
-            if self._local is not None:
-                return await self._local_search(conn, self._local, query, k, where, params)
             unit = query / norm
             params.update(q=unit.astype(np.float32), k=k)
             if self.search == "hnsw":
@@ -82,24 +83,21 @@ class PostgresSearches:
         return _rescored(rows, unit, k)
 
     async def _local_search(
-        self,
-        conn: psycopg.AsyncConnection[Any],
-        local: LocalVectors,
-        query: NDArray[np.float64],
-        k: int,
-        where: str,
-        params: dict[str, Any],
+        self, local: LocalVectors, query: NDArray[np.float64], k: int, filters: Filters | None
     ) -> list[Hit]:
-        copy = await local.loaded(conn)
+        """Exact cosine over this process's copy; a newer version seen makes it catch up."""
+        where, params = compile_filters(parse_filters(filters), "c.metadata")
+        copy = await local.loaded(self._pg)
         rows: list[Any] | None = None
         for attempt in range(ATTEMPTS):
             positions, sims = await local.scan(copy, query, self._cpu())
             # The last attempt takes the rows as they are, whatever commits meanwhile.
             check = copy.version if attempt < ATTEMPTS - 1 else None
-            rows = await best_rows(conn, self.prefix, positions, sims, k, where, params, check)
+            async with self._pg.connection() as conn:
+                rows = await best_rows(conn, self.prefix, positions, sims, k, where, params, check)
             if rows is not None:
                 break
-            copy = await local.refreshed(conn, copy)  # a write committed: catch up, again
+            copy = await local.refreshed(self._pg, copy)  # a write committed: catch up, again
         assert rows is not None
         return [_hit(r[:4], float(r[4])) for r in rows]
 
@@ -158,7 +156,7 @@ class PostgresSearches:
             return []
         async with self._pg.connection() as conn:
             if self._weights is None:
-                self._weights = WeightCache()
+                self._weights = WeightCache(self.weight_cache_postings)
             rows = await keyword_rows(
                 conn, self.prefix, terms, k, where, params, self._cpu(), self._weights
             )

@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike
 from pgvector.psycopg import register_vector_async
 from psycopg.types.json import Jsonb
 
+from ..core.index import WEIGHT_CACHE_POSTINGS
 from ..core.index.analysis import DOCUMENTED, analyzer_for
 from ..errors import ConfigError, StoreUnavailableError
 from ._pg_common import PgPool, migrate, valid_prefix
@@ -85,6 +86,8 @@ class PostgresIndexStore(PostgresSearches):
     written with another one raises :class:`~zerda_async.errors.ConfigError`.
     ``search_workers`` are PostgreSQL's parallel query workers per search (0:
     each search on one core, which serves concurrent requests best).
+    ``weight_cache_postings`` bounds the BM25 weights this process keeps per
+    corpus version (16 bytes a posting; 0 keeps none).
     """
 
     name = "index store"
@@ -101,6 +104,7 @@ class PostgresIndexStore(PostgresSearches):
         connect_timeout: float = 5.0,
         analyzer: str = DOCUMENTED,
         search_workers: int = 0,
+        weight_cache_postings: int = WEIGHT_CACHE_POSTINGS,
     ) -> None:
         analyzer_for(analyzer)  # an unknown name raises ConfigError here
         self.analyzer = analyzer
@@ -115,6 +119,11 @@ class PostgresIndexStore(PostgresSearches):
         if search_workers < 0:
             raise ValueError(f"search_workers must be 0 or more, got {search_workers}")
         self.search_workers = int(search_workers)
+        if weight_cache_postings < 0:
+            raise ValueError(
+                f"weight_cache_postings must be 0 or more, got {weight_cache_postings}"
+            )
+        self.weight_cache_postings = int(weight_cache_postings)
         self._pg = PgPool(
             url,
             self.name,
@@ -156,8 +165,7 @@ class PostgresIndexStore(PostgresSearches):
             # That migration dropped the HNSW index with the old vector column.
             await store.create_hnsw_index(hnsw[0]["m"], hnsw[0]["ef_construction"])
         if store._local is not None:  # load the copy now, not on the first request
-            async with store._pg.connection(store._bulk_timeout(await store.count())) as conn:
-                await store._local.loaded(conn)
+            await store._local.loaded(store._pg)
         return store
 
     @property
