@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import psycopg
 import pytest
 
 from zerda_async.stores import Hit, MemoryIndexStore, PostgresIndexStore
@@ -122,3 +123,33 @@ async def test_a_query_of_another_dimension_is_refused_naming_both(
             await local.vector_search(np.ones(8), 3)
     finally:
         await local.aclose()
+
+
+async def test_a_copy_behind_the_removal_log_loads_everything_again(
+    postgres: PostgresServer, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log keeps the last versions only; a copy older than that reloads, still exact."""
+    from zerda_async.stores import _pg_local_vectors, _pg_writes
+
+    for module in (_pg_writes, _pg_local_vectors):
+        monkeypatch.setattr(module, "REMOVED_KEPT_VERSIONS", 2)
+    docs = demo_docs()
+    memory = MemoryIndexStore()
+    writer = await PostgresIndexStore.open(postgres.url, prefix=prefix)
+    await memory.add(docs, embed(docs))
+    await writer.add(docs, embed(docs))
+    local = await PostgresIndexStore.open(postgres.url, prefix=prefix, search="local")
+    try:
+        for i in range(0, 10, 2):  # five removals while the copy stays at its version
+            gone = [docs[i].doc_id, docs[i + 1].doc_id]
+            await memory.remove(gone)
+            await writer.remove(gone)
+        async with await psycopg.AsyncConnection.connect(postgres.url) as conn:
+            cur = await conn.execute(f"SELECT DISTINCT version FROM {prefix}removed")
+            kept = sorted(int(r[0]) for r in await cur.fetchall())
+        assert kept == [await writer.version() - 1, await writer.version()]
+        await _compare(memory, local, 64)
+        assert local.local_rows == await writer.count()
+    finally:
+        await local.aclose()
+        await writer.aclose()

@@ -6,7 +6,9 @@ scans the copy, then reads the rows of the best with the corpus version; when
 that is newer than the copy's, the copy catches up — the chunks added since
 (positions only grow, so they are those at or beyond the copy's end) and the
 positions removed since, which writes log in ``{p}removed`` with the version
-that removed them (schema step 7) — and the search runs again.  So a search
+that removed them (schema step 7; the log keeps the last
+:data:`~._pg_writes.REMOVED_KEPT_VERSIONS` versions, and a copy further behind
+loads everything again) — and the search runs again.  So a search
 costs PostgreSQL one primary-key read of ``k`` rows.  The scan is the in-memory
 index's own :class:`~zerda_async.core.index.VectorIndex`, so the cosines are
 those of the in-memory engine.
@@ -30,6 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..core.index import VectorIndex
 from ..runtime import run_in_thread
 from ._pg_common import PgPool
+from ._pg_writes import REMOVED_KEPT_VERSIONS
 
 __all__ = ["Copy", "LocalVectors"]
 
@@ -88,12 +91,14 @@ class LocalVectors:
 
     async def _caught_up(self, pg: PgPool, old: Copy | None) -> Copy:
         p = self._prefix
-        start = 0 if old is None else old.end
         async with pg.connection() as conn:
-            cur = await conn.execute(f"SELECT next_pos FROM {p}corpus")
+            cur = await conn.execute(f"SELECT version, next_pos FROM {p}corpus")
             row = await cur.fetchone()
         assert row is not None
-        rows_at_most = max(0, int(row[0]) - start)
+        if old is not None and int(row[0]) - old.version > REMOVED_KEPT_VERSIONS:
+            old = None  # its removals may be gone from the log: load everything again
+        start = 0 if old is None else old.end
+        rows_at_most = max(0, int(row[1]) - start)
         timeout = pg.operation_timeout + _SECONDS_PER_ROW * rows_at_most
         async with pg.connection(timeout) as conn, conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -103,6 +108,8 @@ class LocalVectors:
             version, end = int(row[0]), int(row[1])
             if old is not None and old.version == version:
                 return old
+            if old is not None and version - old.version > REMOVED_KEPT_VERSIONS:
+                old, start = None, 0  # fell further behind meanwhile
             cur = await conn.execute(
                 f"SELECT pos, unit FROM {p}chunks WHERE pos >= %s AND unit IS NOT NULL"
                 f" ORDER BY pos",

@@ -24,6 +24,7 @@ from ..core.index.chunks import chunk_doc_id, chunk_metadata, chunk_text
 from ._pg_blocks import add_postings, delete_postings
 
 __all__ = [
+    "REMOVED_KEPT_VERSIONS",
     "Prepared",
     "bump",
     "check_dim",
@@ -107,6 +108,11 @@ async def delete_docs(
     return positions, sum(int(r[1]) for r in rows)
 
 
+REMOVED_KEPT_VERSIONS = 1000
+"""Versions whose removed positions stay logged: a local vector copy further behind than
+that loads the vectors again instead of catching up (the log stays bounded)."""
+
+
 async def log_removed(
     conn: psycopg.AsyncConnection[Any], prefix: str, positions: list[int], version: int
 ) -> None:
@@ -114,6 +120,9 @@ async def log_removed(
     if positions:
         await conn.execute(
             f"INSERT INTO {prefix}removed SELECT %s, unnest(%s::bigint[])", (version, positions)
+        )
+        await conn.execute(
+            f"DELETE FROM {prefix}removed WHERE version <= %s", (version - REMOVED_KEPT_VERSIONS,)
         )
 
 
