@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,11 @@ def demo_docs() -> list[Doc]:
     """The 53 bundled Arabic and English documents."""
     lines = DEMO.read_text(encoding="utf-8").splitlines()
     return [Doc(**json.loads(line)) for line in lines if line.strip()]
+
+
+def ranked(hits: Sequence[Any]) -> list[tuple[str, float]]:
+    """The doc ids and scores of a store's hits, in order (what two stores must agree on)."""
+    return [(h.chunk.doc_id, h.score) for h in hits]
 
 
 def embed(docs: list[Doc], dim: int = 64) -> NDArray[np.float64]:

@@ -11,11 +11,11 @@ import psycopg
 import pytest
 
 from zerda_async.core.index.analysis import DOCUMENTED, analyzer_for
-from zerda_async.stores import Hit, MemoryIndexStore, PostgresIndexStore, _pg_blocks
+from zerda_async.stores import MemoryIndexStore, PostgresIndexStore, _pg_blocks
 from zerda_async.stores._pg_blocks import unpack
 from zerda_async.stores._pg_sql import INDEX_SCHEMA
 
-from .corpus import Doc
+from .corpus import Doc, ranked
 from .servers import PostgresServer
 
 pytestmark = pytest.mark.anyio
@@ -31,10 +31,6 @@ def _docs(n: int, seed: int, start: int = 0) -> list[Doc]:
         words = [rng.choice(_WORDS) for _ in range(rng.randint(1, 7))]
         docs.append(Doc(f"d{i}", " ".join(words), {"n": i % 5}))
     return docs
-
-
-def _ranked(hits: list[Hit]) -> list[tuple[str, float]]:
-    return [(h.chunk.doc_id, h.score) for h in hits]
 
 
 async def _check_blocks(url: str, prefix: str, block: int) -> int:
@@ -98,7 +94,7 @@ async def test_writes_keep_blocks_bounded_ascending_and_scores_exact(
             assert await _check_blocks(postgres.url, prefix, 8) > len(_WORDS)
             for query in queries:
                 for k in (1, 7, 100):
-                    assert _ranked(await pg.keyword_search(query, k)) == _ranked(
+                    assert ranked(await pg.keyword_search(query, k)) == ranked(
                         await memory.keyword_search(query, k)
                     )
     finally:
@@ -121,9 +117,7 @@ async def test_a_selective_filter_takes_several_rounds_and_stays_exact(
             for k in (1, 2, 5):
                 expected = await memory.keyword_search(query, k, {"rare": True})
                 assert expected  # some rare chunk holds a query term
-                assert _ranked(await pg.keyword_search(query, k, {"rare": True})) == _ranked(
-                    expected
-                )
+                assert ranked(await pg.keyword_search(query, k, {"rare": True})) == ranked(expected)
             assert await pg.keyword_search(query, 5, {"rare": False}) == []
     finally:
         await pg.aclose()
@@ -163,7 +157,7 @@ async def test_a_write_between_scoring_and_reading_rows_scores_again(
         monkeypatch.setattr(_pg_keyword, "_scored", then_a_write)
         got = await pg.keyword_search("river nile", 10)
         assert len(calls) == 2
-        assert _ranked(got) == _ranked(await memory.keyword_search("river nile", 10))
+        assert ranked(got) == ranked(await memory.keyword_search("river nile", 10))
     finally:
         await writer.aclose()
         await pg.aclose()
@@ -181,10 +175,10 @@ async def test_concurrent_searches_over_a_small_weight_cache_stay_exact(
         await pg.add(docs)
         rng = random.Random(3)
         queries = [" ".join(rng.sample(_WORDS, rng.randint(1, 4))) for _ in range(60)]
-        expected = [_ranked(await memory.keyword_search(q, 8)) for q in queries]
+        expected = [ranked(await memory.keyword_search(q, 8)) for q in queries]
         for _ in range(3):
             found = await asyncio.gather(*(pg.keyword_search(q, 8) for q in queries))
-            assert [_ranked(hits) for hits in found] == expected
+            assert [ranked(hits) for hits in found] == expected
     finally:
         await pg.aclose()
 
@@ -224,7 +218,7 @@ async def test_the_migration_splits_long_posting_lists_into_blocks(
         assert longest > 2 * _pg_blocks.BLOCK  # the runs really are split
         assert await _check_blocks(postgres.url, prefix, _pg_blocks.BLOCK) > len(_WORDS)
         for query in ["river nile", "the of date palm", "coffee"]:
-            assert _ranked(await migrated.keyword_search(query, 20)) == _ranked(
+            assert ranked(await migrated.keyword_search(query, 20)) == ranked(
                 await memory.keyword_search(query, 20)
             )
     finally:

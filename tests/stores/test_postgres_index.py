@@ -19,7 +19,7 @@ from zerda_async.errors import ConfigError
 from zerda_async.stores import Hit, MemoryIndexStore, PostgresIndexStore
 from zerda_async.stores._pg_blocks import unpack
 
-from .corpus import Doc, demo_docs, embed, synthetic_docs
+from .corpus import Doc, demo_docs, embed, ranked, synthetic_docs
 from .servers import PostgresServer
 
 pytestmark = pytest.mark.anyio
@@ -43,10 +43,6 @@ async def _stores(url: str, prefix: str, docs: list[Any], dim: int = 64) -> tupl
     pg = await PostgresIndexStore.open(url, prefix=prefix)
     await pg.add(docs, vectors)
     return memory, pg
-
-
-def _ranked(hits: list[Hit]) -> list[tuple[str, float]]:
-    return [(h.chunk.doc_id, h.score) for h in hits]
 
 
 def _same(left: list[Hit], right: list[Hit]) -> None:
@@ -80,7 +76,7 @@ async def test_demo_corpus_keyword_and_vector_top_k_match_memory(
 async def test_keyword_scores_are_bit_identical(demo: tuple[Any, Any]) -> None:
     memory, pg = demo
     for query in QUERIES:
-        assert _ranked(await pg.keyword_search(query, 50)) == _ranked(
+        assert ranked(await pg.keyword_search(query, 50)) == ranked(
             await memory.keyword_search(query, 50)
         )
 
@@ -102,7 +98,7 @@ async def test_memory_store_reproduces_the_retrievers(demo: tuple[Any, Any]) -> 
             assert [s.keyword_score for s in found] == [h.score / hits[0].score for h in hits]
         found = vector.retrieve(query, 10, query_vector=embedder(query))
         hits = await memory.vector_search(embedder(query), 10)
-        assert [(s.chunk.doc_id, s.vector_score) for s in found] == _ranked(hits)
+        assert [(s.chunk.doc_id, s.vector_score) for s in found] == ranked(hits)
 
 
 async def test_ties_follow_corpus_order(postgres: PostgresServer, prefix: str) -> None:
@@ -227,7 +223,7 @@ async def test_many_equal_scores_at_the_cut_keep_corpus_order(
         for query, k in [("alpha beta gamma", 5), ("gamma beta alpha river", 30), ("nile", 7)]:
             expected = await memory.keyword_search(query, k)
             assert len({h.score for h in expected}) < len(expected)  # ties at the cut
-            assert _ranked(await pg.keyword_search(query, k)) == _ranked(expected)
+            assert ranked(await pg.keyword_search(query, k)) == ranked(expected)
     finally:
         await pg.aclose()
 
@@ -289,7 +285,7 @@ async def test_a_store_with_the_older_schema_migrates(
     try:
         assert await pg.version() == 1 and await pg.count() == 40
         for query in QUERIES:
-            assert _ranked(await pg.keyword_search(query, 20)) == _ranked(
+            assert ranked(await pg.keyword_search(query, 20)) == ranked(
                 await memory.keyword_search(query, 20)
             )
         # The migrated postings take writes: document frequencies follow.
@@ -298,7 +294,7 @@ async def test_a_store_with_the_older_schema_migrates(
         await memory.remove([docs[0].doc_id, docs[45].doc_id])
         assert await pg.remove([docs[0].doc_id, docs[45].doc_id]) == 3
         for query in QUERIES:
-            assert _ranked(await pg.keyword_search(query, 20)) == _ranked(
+            assert ranked(await pg.keyword_search(query, 20)) == ranked(
                 await memory.keyword_search(query, 20)
             )
     finally:
