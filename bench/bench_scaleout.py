@@ -195,6 +195,15 @@ def _sizes(url: str) -> dict[str, int]:
         return {name: int(conn.execute(f"SELECT {e}").fetchone()[0]) for name, e in sql.items()}  # type: ignore[index]
 
 
+async def _store_engine_runs(
+    store: PostgresIndexStore, embedder: Any, queries: Sequence[str]
+) -> list[float]:
+    """:func:`_time_runs` of an engine whose index is ``store``."""
+    stores = Stores(index=store, embedder=embedder)
+    async with AsyncContextEngine(_config(), stores=stores) as engine:
+        return await _time_runs(engine, queries)
+
+
 async def _store_runs(
     fig: Figures, url: str, queries: list[str], quick: bool, embedder: Any
 ) -> None:
@@ -208,10 +217,7 @@ async def _store_runs(
             [lambda q=q: exact.keyword_search(q, K) for q in queries]
         )
         truth = [[h.chunk.doc_id for h in await exact.vector_search(v, K)] for v in qvecs]
-        async with AsyncContextEngine(
-            _config(), stores=Stores(index=exact, embedder=embedder)
-        ) as engine:
-            fig.latency["PostgreSQL exact"] = await _time_runs(engine, queries)
+        fig.latency["PostgreSQL exact"] = await _store_engine_runs(exact, embedder, queries)
     finally:
         await exact.aclose()
     local = await PostgresIndexStore.open(url, search="local")
@@ -219,10 +225,9 @@ async def _store_runs(
         fig.latency["store: vector local copy"] = await _time_search(
             [lambda v=v: local.vector_search(v, K) for v in qvecs]
         )
-        async with AsyncContextEngine(
-            _config(), stores=Stores(index=local, embedder=embedder)
-        ) as engine:
-            fig.latency["PostgreSQL, vectors local"] = await _time_runs(engine, queries)
+        fig.latency["PostgreSQL, vectors local"] = await _store_engine_runs(
+            local, embedder, queries
+        )
     finally:
         await local.aclose()
     for ef in EF_SEARCH[:2] if quick else EF_SEARCH:
@@ -244,12 +249,9 @@ async def _store_runs(
         fig.latency["store: vector HNSW"] = await _time_search(
             [lambda v=v: hnsw.vector_search(v, K) for v in qvecs]
         )
-        async with AsyncContextEngine(
-            _config(), stores=Stores(index=hnsw, embedder=embedder)
-        ) as engine:
-            fig.latency[f"PostgreSQL HNSW (ef_search={fig.ef_search})"] = await _time_runs(
-                engine, queries
-            )
+        fig.latency[f"PostgreSQL HNSW (ef_search={fig.ef_search})"] = await _store_engine_runs(
+            hnsw, embedder, queries
+        )
     finally:
         await hnsw.aclose()
 
