@@ -19,7 +19,7 @@ from psycopg.types.json import Jsonb
 
 from ..core.index import COSINE_DECIMALS
 from ..core.index.analysis import analyzer_for
-from ._filters import Filters, parse_filters
+from ._filters import Condition, Filters, parse_filters
 from ._pg_common import PgPool
 from ._pg_keyword import WeightCache, keyword_rows
 from ._pg_local_vectors import LocalVectors
@@ -58,13 +58,14 @@ class PostgresSearches:
     ) -> list[Hit]:
         """Top ``k`` by cosine: exact in SQL, in this process (``"local"``) or by ``"hnsw"``."""
         query = np.asarray(query_vector, dtype=np.float64).flatten()
-        where, params = compile_filters(parse_filters(filters), "metadata")
+        conditions = parse_filters(filters)  # a malformed filter fails first, whatever k is
         if k <= 0:
             return []
         norm = float(np.linalg.norm(query))
         p = self.prefix
         if self._local is not None and norm != 0:
-            return await self._local_search(self._local, query, k, filters)
+            return await self._local_search(self._local, query, k, conditions)
+        where, params = compile_filters(conditions, "metadata")
         async with self._pg.connection() as conn:
             if norm == 0:
                 # Every cosine is 0: the first k chunks in corpus order, like the memory index.
@@ -83,10 +84,14 @@ class PostgresSearches:
         return _rescored(rows, unit, k)
 
     async def _local_search(
-        self, local: LocalVectors, query: NDArray[np.float64], k: int, filters: Filters | None
+        self,
+        local: LocalVectors,
+        query: NDArray[np.float64],
+        k: int,
+        conditions: tuple[Condition, ...],
     ) -> list[Hit]:
         """Exact cosine over this process's copy; a newer version seen makes it catch up."""
-        where, params = compile_filters(parse_filters(filters), "c.metadata")
+        where, params = compile_filters(conditions, "c.metadata")
         copy = await local.loaded(self._pg)
         rows: list[Any] | None = None
         for attempt in range(ATTEMPTS):
