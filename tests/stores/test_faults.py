@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import psycopg
@@ -73,11 +74,19 @@ async def test_postgres_killed_then_back(own_postgres: PostgresServer, prefix: s
         await store.aclose()
 
 
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"search": "local", "local_poll": 0}],
+    ids=["in PostgreSQL", "local copy"],
+)
 async def test_postgres_stopped_times_out_then_recovers(
-    own_postgres: PostgresServer, prefix: str
+    own_postgres: PostgresServer, prefix: str, options: dict[str, Any]
 ) -> None:
+    """A local copy too fails at its next version check rather than answer unchecked."""
     docs = demo_docs()[:10]
-    store = await PostgresIndexStore.open(own_postgres.url, prefix=prefix, operation_timeout=1.5)
+    store = await PostgresIndexStore.open(
+        own_postgres.url, prefix=prefix, operation_timeout=1.5, **options
+    )
     try:
         await store.add(docs, embed(docs))
         own_postgres.signal(signal.SIGSTOP)
@@ -93,6 +102,7 @@ async def test_postgres_stopped_times_out_then_recovers(
                     break
                 except StoreUnavailableError:
                     await anyio.sleep(0.2)
+        assert [h.chunk.doc_id for h in await store.keyword_search("budget", 5)][:1] == ["rag-002"]
     finally:
         await store.aclose()
 

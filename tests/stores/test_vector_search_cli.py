@@ -1,4 +1,4 @@
-"""``zerda index --store URL --hnsw`` builds an HNSW index; ``zerda serve --vector-search``."""
+"""``zerda index --store URL --hnsw`` builds an HNSW index; ``zerda serve --search``."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_index_builds_the_hnsw_index_and_serve_searches_it(
     url = _database(postgres, "hnsw_cli")
     exact = _zerda("index", *files, "--store", url, *DOCUMENTED)
     assert exact.returncode == 0, exact.stderr
-    missing = _zerda("serve", "--store", url, "--vector-search", "hnsw", "--port", "1")
+    missing = _zerda("serve", "--store", url, "--search", "hnsw", "--port", "1")
     _one_line_error(missing, "no HNSW index", "--hnsw")
     built = _zerda(
         "index", *files, "--store", url, *DOCUMENTED, "--hnsw", "--hnsw-m", "8",
@@ -63,11 +63,12 @@ def test_index_builds_the_hnsw_index_and_serve_searches_it(
     assert row is not None and row[0] == ["m=8", "ef_construction=40"]
     # A corpus this small is searched completely with a candidate list this long,
     # so the HNSW contexts are the exact ones.
-    hnsw = ["--vector-search", "hnsw", "--ef-search", "1000"]
+    hnsw = ["--search", "hnsw", "--ef-search", "1000"]
     with replicas(url, "memory", 1) as [plain], replicas(url, "memory", 1, extra=hnsw) as [fast]:
         expected = _contexts(plain)
         assert _contexts(fast) == expected
-    # Exact cosine over the replica's own copy of the vectors: the same contexts.
+    # Every search over the replica's own copy of the index: the same contexts
+    # (asked for by the flag's earlier name, which still works).
     with replicas(url, "memory", 1, extra=["--vector-search", "local"]) as [local]:
         assert _contexts(local) == expected
 
@@ -81,7 +82,7 @@ def test_hnsw_options_in_the_wrong_place_are_one_line_errors(tmp_path: Path) -> 
     done = _zerda("index", *files, "--out", str(out), *DOCUMENTED)
     assert done.returncode == 0, done.stderr
     for mode in ("hnsw", "local"):
-        served = _zerda("serve", str(out), "--vector-search", mode, "--port", "1")
-        _one_line_error(served, f"--vector-search {mode}", "postgresql://")
+        served = _zerda("serve", str(out), "--search", mode, "--port", "1")
+        _one_line_error(served, f"--search {mode}", "postgresql://")
     too_long = _zerda("serve", str(out), "--ef-search", "1001", "--port", "1")
     assert too_long.returncode == 2 and "1-1000" in too_long.stderr

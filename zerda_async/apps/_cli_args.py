@@ -299,7 +299,7 @@ def _add_hnsw_flags(p: argparse.ArgumentParser) -> None:
         "--hnsw",
         action="store_true",
         help="with --store: (re)build the store's HNSW index after writing, for "
-        "'zerda serve --vector-search hnsw'",
+        "'zerda serve --search hnsw'",
     )
     p.add_argument(
         "--hnsw-m",
@@ -318,14 +318,16 @@ def _add_hnsw_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _add_vector_search_flags(p: argparse.ArgumentParser) -> None:
-    """``zerda serve --vector-search hnsw --ef-search N``: how a PostgreSQL store searches."""
+    """``zerda serve --search hnsw --ef-search N``: where and how a PostgreSQL store searches."""
     p.add_argument(
+        "--search",
         "--vector-search",
+        dest="vector_search",
         choices=("exact", "local", "hnsw"),
         default="exact",
-        help="with a postgresql:// store: exact cosine in PostgreSQL (default), exact in "
-        "each replica over a copy of the vectors (local), or the store's HNSW index "
-        "(built by 'zerda index --store URL --hnsw')",
+        help="with a postgresql:// store: search in PostgreSQL with exact cosine (default) "
+        "or its HNSW index (built by 'zerda index --store URL --hnsw'), or in each replica "
+        "over its own copy of the whole index, caught up from PostgreSQL (local)",
     )
     p.add_argument(
         "--ef-search",

@@ -163,7 +163,7 @@ def _index_into_store(args: argparse.Namespace) -> int:
     if hnsw_seconds is not None:
         print(
             f"built the HNSW index (m {args.hnsw_m}, ef_construction {args.hnsw_ef_construction})"
-            f" in {hnsw_seconds:.2f} s: serve it with --vector-search hnsw"
+            f" in {hnsw_seconds:.2f} s: serve it with --search hnsw"
         )
     return 0
 

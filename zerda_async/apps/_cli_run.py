@@ -108,7 +108,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     check_state_url(args.state)
     if args.vector_search != "exact" and not is_postgres_url(store):
         raise UsageError(
-            f"--vector-search {args.vector_search} needs a postgresql:// index store"
+            f"--search {args.vector_search} needs a postgresql:// index store"
             " (a saved directory is searched exactly in memory)"
         )
 
@@ -167,7 +167,7 @@ def _check_store_profile(args: argparse.Namespace, url: str) -> str | None:
         return None
     if args.vector_search == "hnsw" and not has_hnsw:
         raise UsageError(
-            f"--vector-search hnsw: the index store {redact(url)} has no HNSW index;"
+            f"--search hnsw: the index store {redact(url)} has no HNSW index;"
             " build it with 'zerda index PATH... --store URL --hnsw'"
         )
     if recorded is None:

@@ -56,7 +56,7 @@ EMBEDDER_CHOICES = ("auto", KEYWORD_ONLY, HashingEmbedder.name, UniversalSentenc
 """``--embedder`` values: ``auto`` follows the profile (see the module docstring)."""
 
 EF_SEARCH = 400
-"""HNSW candidate list size when serving ``--vector-search hnsw`` (``--ef-search``): recall@20
+"""HNSW candidate list size when serving ``--search hnsw`` (``--ef-search``): recall@20
 0.94–0.95 on ``bench/bench_scaleout.py``'s 64-dim hashing vectors (close to random, the hard
 case), 0.98 on its USE v3 vectors reduced to 64 dimensions."""
 

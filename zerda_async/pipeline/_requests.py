@@ -10,6 +10,7 @@ import anyio
 from zerda_async.core.models import ContextResult
 from zerda_async.errors import EngineClosedError
 from zerda_async.pipeline._job import Job
+from zerda_async.runtime import OFFLOAD_MIN_CORPUS
 
 __all__ = ["FINISHED", "Barrier", "EmbedCall", "EventSink", "Phase", "Request", "RunnerSettings"]
 
@@ -32,7 +33,7 @@ class RunnerSettings:
         embed_batch_window: float = 0.002,
         embed_batch_size: int = 64,
         offload_threshold_ms: float | None = None,
-        offload_min_corpus: int = 20_000,
+        offload_min_corpus: int = OFFLOAD_MIN_CORPUS,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight!r}")

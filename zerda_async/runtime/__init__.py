@@ -3,6 +3,12 @@
 Internal: no stability promise outside zerda-async.
 """
 
+from zerda_async.runtime._offload_policy import (
+    OFFLOAD_MIN_CORPUS,
+    OffloadPolicy,
+    default_threshold_ms,
+    run_placed,
+)
 from zerda_async.runtime._scan_threads import (
     free_cores,
     scan_blas_threads,
@@ -12,8 +18,12 @@ from zerda_async.runtime._scan_threads import (
 from zerda_async.runtime._threads import run_in_thread
 
 __all__ = [
+    "OFFLOAD_MIN_CORPUS",
+    "OffloadPolicy",
+    "default_threshold_ms",
     "free_cores",
     "run_in_thread",
+    "run_placed",
     "scan_blas_threads",
     "scan_threads",
     "set_scan_blas_threads",

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..core.index import CorpusIndex, unit_rows
-from ..core.index.chunks import chunk_doc_id, chunk_metadata
-from ..core.retrieval._common import stable_top
+from ..core.index.chunks import chunk_doc_id
 from ..core.retrieval.tokenize import tokenize
-from ._filters import Filters, matches, parse_filters
+from ._filters import Filters, parse_filters
 from ._protocols import Hit, LearningSample, StoredTurn
+from ._snapshot_search import keyword_hits, metadata_hits, vector_hits
 
 __all__ = [
     "LEARNING_WINDOW",
@@ -88,48 +88,19 @@ class MemoryIndexStore:
         """Live chunks."""
         return self.index.n_live
 
-    def _allowed(self, positions: NDArray[np.intp], filters: Filters | None) -> NDArray[np.bool_]:
-        conditions = parse_filters(filters)
-        chunks = self.index.chunks
-        return np.fromiter(
-            (matches(chunk_metadata(chunks[p]), conditions) for p in positions.tolist()),
-            dtype=bool,
-            count=positions.shape[0],
-        )
-
-    def _hits(
-        self,
-        positions: NDArray[np.intp],
-        scores: NDArray[np.float64],
-        k: int,
-        filters: Filters | None,
-    ) -> list[Hit]:
-        if filters:
-            keep = self._allowed(positions, filters)
-            positions, scores = positions[keep], scores[keep]
-        order = stable_top(scores, k)
-        chunks = self.index.chunks
-        return [
-            Hit(position=p, chunk=chunks[p], score=s)
-            for p, s in zip(positions[order].tolist(), scores[order].tolist(), strict=True)
-        ]
-
     async def vector_search(
         self, query_vector: ArrayLike, k: int, filters: Filters | None = None
     ) -> list[Hit]:
         """Top ``k`` by cosine (rounded to 12 decimals), ties by position."""
-        vectors = self.index.vectors
-        if vectors is None or self.index.n_live == 0:
-            return []
-        positions, sims = vectors.similarities(query_vector)
-        if positions is None:
-            positions = np.arange(sims.shape[0], dtype=np.intp)
-        return self._hits(positions, sims, k, filters)
+        return vector_hits(self.index, query_vector, k, parse_filters(filters))
 
     async def keyword_search(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
         """Top ``k`` by BM25 (positive scores only), ties by position."""
-        hits, scores = self.index.keyword.scores(query_terms(query))
-        return self._hits(hits, scores, k, filters)
+        return keyword_hits(self.index, query, k, parse_filters(filters))
+
+    async def metadata_search(self, pairs: Mapping[str, Any], k: int) -> list[Hit]:
+        """Chunks whose metadata equals at least one pair, by the fraction of pairs matched."""
+        return metadata_hits(self.index, pairs, k)
 
     def doc_ids(self) -> list[Any]:
         """Each live chunk's doc id in corpus order (for tests and tools)."""

@@ -78,7 +78,7 @@ INDEX_SCHEMA: tuple[tuple[str, ...], ...] = (
         "DROP TABLE {p}postings",
     ),
     # 7: the positions each version removed, so a replica's local copy of the
-    # vectors (:mod:`._pg_local_vectors`) catches up without reading them all.
+    # index (:mod:`._pg_local_copy`) catches up without reading it all.
     (
         "CREATE TABLE {p}removed (version bigint NOT NULL, pos bigint NOT NULL)",
         "CREATE INDEX {p}removed_version ON {p}removed (version)",

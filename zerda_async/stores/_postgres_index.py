@@ -13,8 +13,9 @@ tokeniser in Python, so the analyser is exactly the in-memory one.
   keeps every chunk within a proven float32 error margin of the k-th best;
   those few are rescored in Python in float64 and rounded to 12 decimals
   like the in-memory index, then ordered by score and corpus position.
-* **Local** (opt-in, ``search="local"``): exact cosine in this process over
-  a copy of the vectors kept at the corpus version (:mod:`._pg_local_vectors`).
+* **Local** (opt-in, ``search="local"``): every search in this process, over
+  a copy of the whole index kept at the corpus version (:mod:`._pg_local_copy`):
+  the in-memory engine's code and results, PostgreSQL read only to catch up.
 * **HNSW** (opt-in, ``search="hnsw"``): an HNSW index over the vectors
   answers with ``hnsw.ef_search``; its hits are rescored the same way.
 * **BM25**: document frequencies and totals are read in the same snapshot
@@ -42,7 +43,7 @@ from ..core.index import WEIGHT_CACHE_POSTINGS
 from ..core.index.analysis import DOCUMENTED, analyzer_for
 from ..errors import ConfigError, StoreUnavailableError
 from ._pg_common import PgPool, migrate, valid_prefix
-from ._pg_local_vectors import LocalVectors
+from ._pg_local_copy import LocalCopy
 from ._pg_search import PostgresSearches
 from ._pg_sql import INDEX_SCHEMA
 from ._pg_writes import (
@@ -54,6 +55,7 @@ from ._pg_writes import (
     log_removed,
     prepare,
 )
+from ._version import VERSION_POLL_SECONDS
 
 __all__ = ["PostgresIndexStore"]
 
@@ -77,9 +79,10 @@ class PostgresIndexStore(PostgresSearches):
     """An :class:`~zerda_async.stores.IndexStore` in PostgreSQL with pgvector.
 
     Create it with :meth:`open` (connects, creates or migrates the schema).
-    ``search`` picks exact cosine in SQL (default), ``"local"`` (exact, in this
-    process, over a copy of the vectors kept at the corpus version: see
-    :mod:`._pg_local_vectors`) or ``"hnsw"``; ``ef_search`` is the HNSW
+    ``search`` picks exact cosine in SQL (default), ``"hnsw"``, or ``"local"``:
+    every search (vector, BM25, metadata) in this process over a copy of the
+    whole index, which checks the corpus version at most every ``local_poll``
+    seconds and catches up (:mod:`._pg_local_copy`); ``ef_search`` is the HNSW
     candidate list size (recall against exact: ``bench/bench_scaleout.py``).
     ``analyzer`` is the keyword text analyser (``retriever.text_analyzer`` of
     the engine's configuration); the first write records it, and a store
@@ -105,6 +108,7 @@ class PostgresIndexStore(PostgresSearches):
         analyzer: str = DOCUMENTED,
         search_workers: int = 0,
         weight_cache_postings: int = WEIGHT_CACHE_POSTINGS,
+        local_poll: float = VERSION_POLL_SECONDS,
     ) -> None:
         analyzer_for(analyzer)  # an unknown name raises ConfigError here
         self.analyzer = analyzer
@@ -112,7 +116,8 @@ class PostgresIndexStore(PostgresSearches):
             raise ValueError(f"search must be 'exact', 'hnsw' or 'local', got {search!r}")
         self.prefix = valid_prefix(prefix)
         self.search = search
-        self._local = LocalVectors(self.prefix) if search == "local" else None
+        self._local = LocalCopy(self.prefix, analyzer, local_poll) if search == "local" else None
+        self._placements = {}
         if not 1 <= int(ef_search) <= 1000:
             raise ValueError(f"ef_search must be between 1 and 1000 (pgvector), got {ef_search}")
         self.ef_search = int(ef_search)
@@ -165,7 +170,7 @@ class PostgresIndexStore(PostgresSearches):
             # That migration dropped the HNSW index with the old vector column.
             await store.create_hnsw_index(hnsw[0]["m"], hnsw[0]["ef_construction"])
         if store._local is not None:  # load the copy now, not on the first request
-            await store._local.loaded(store._pg)
+            await store._local.current(store._pg)
         return store
 
     @property
@@ -189,7 +194,9 @@ class PostgresIndexStore(PostgresSearches):
         return int(row[0]), int(row[1]), int(row[2]), row[3]
 
     async def version(self) -> int:
-        """The corpus version."""
+        """The corpus version (``search="local"``: the copy's, as of its last check)."""
+        if self._local is not None:
+            return (await self._local.current(self._pg)).version
         return (await self._corpus())[0]
 
     async def count(self) -> int:
@@ -206,7 +213,7 @@ class PostgresIndexStore(PostgresSearches):
 
     async def add(self, chunks: Sequence[Any], vectors: ArrayLike | None = None) -> int:
         """Append ``chunks`` in one transaction; returns the new version."""
-        return await self._write(list(chunks), vectors, replace=False)
+        return self._written(await self._write(list(chunks), vectors, replace=False))
 
     async def replace(
         self,
@@ -220,11 +227,20 @@ class PostgresIndexStore(PostgresSearches):
         ``also_remove`` doc ids are removed in the same transaction (a file
         re-indexed into fewer chunks loses the others with the same version).
         """
-        return await self._write(list(chunks), vectors, replace=True, extra=also_remove)
+        version = await self._write(list(chunks), vectors, replace=True, extra=also_remove)
+        return self._written(version)
 
     async def remove(self, doc_ids: Sequence[str]) -> int:
         """Remove every chunk of ``doc_ids`` in one transaction."""
-        ids = [str(d) for d in doc_ids]
+        return self._written(await self._remove([str(d) for d in doc_ids]))
+
+    def _written(self, version: int) -> int:
+        """``version``, once this process's copy (``search="local"``) knows to catch up."""
+        if self._local is not None:
+            self._local.invalidate()  # read-your-writes: the next search checks the version
+        return version
+
+    async def _remove(self, ids: list[str]) -> int:
         p = self.prefix
         async with self._pg.connection(self._bulk_timeout(len(ids))) as conn, conn.transaction():
             n_live, total, _, _ = await lock_corpus(conn, p)
@@ -237,9 +253,9 @@ class PostgresIndexStore(PostgresSearches):
             return version
 
     @property
-    def local_rows(self) -> int | None:
-        """Vectors held in this process by ``search="local"`` at its last search (else None)."""
-        return None if self._local is None else self._local.rows
+    def local_chunks(self) -> int | None:
+        """Live chunks held in this process by ``search="local"`` (else None)."""
+        return None if self._local is None else self._local.chunks
 
     async def has_hnsw_index(self) -> bool:
         """True once :meth:`create_hnsw_index` has built the index (``search="hnsw"`` uses it)."""

@@ -29,7 +29,7 @@ from zerda_async.embedders import embedder_from_params
 from zerda_async.embedders._hashing import HashingEmbedder
 from zerda_async.engine._engine import AsyncContextEngine
 from zerda_async.errors import StoreUnavailableError, UsageError
-from zerda_async.stores import MemorySessionStore, Stores
+from zerda_async.stores import VERSION_POLL_SECONDS, MemorySessionStore, Stores
 
 if TYPE_CHECKING:
     from zerda_async.stores._postgres_index import SearchMode
@@ -148,8 +148,16 @@ class StoreSet:
                 with contextlib.suppress(Exception):
                     await store.aclose()
             raise
+        # A local copy polls the corpus version itself: asking it costs no round trip,
+        # and a second poll on top would only delay what the copy already knows.
+        poll = 0.0 if self.vector_search == "local" else VERSION_POLL_SECONDS
         return Stores(
-            index=index, sessions=sessions, cache=cache, learning=learning, embedder=embedder
+            index=index,
+            sessions=sessions,
+            cache=cache,
+            learning=learning,
+            embedder=embedder,
+            version_poll=poll,
         )
 
     async def _open_index(self, opened: list[Any]) -> tuple[Any, Any]:

@@ -168,8 +168,17 @@ class CorpusIndex:
     def without(self, doc_ids: Iterable[Any]) -> tuple[CorpusIndex, int]:
         """A new snapshot without the chunks of ``doc_ids``, and how many chunks were removed."""
         positions = self.positions_of(doc_ids)
+        return self.without_positions(positions), int(positions.shape[0])
+
+    def without_positions(self, positions: NDArray[np.intp]) -> CorpusIndex:
+        """A new snapshot with the chunks at ``positions`` (live ones) removed.
+
+        The snapshot compacts itself (and renumbers its positions) once more
+        than :data:`COMPACT_FRACTION` of them hold removed chunks: compare
+        ``n_positions`` to tell.
+        """
         if positions.shape[0] == 0:
-            return self, 0
+            return self
         live = np.ones(self.n_positions, dtype=bool) if self.live is None else self.live.copy()
         live[positions] = False
         updated = replace(
@@ -183,7 +192,7 @@ class CorpusIndex:
         dead = updated.n_positions - updated.n_live
         if dead > COMPACT_FRACTION * updated.n_positions:
             updated = updated.compacted()
-        return updated, int(positions.shape[0])
+        return updated
 
     def replaced(
         self, chunks: Sequence[Any], rows: Matrix | None = None
