@@ -28,14 +28,15 @@ Method
 * Recall@20: HNSW top-20 against exact top-20 on the same query vectors, for
   each ``ef_search`` tried; the smallest meeting 0.95 is used for (c).
 * Throughput: ``zerda serve --store STORE --state redis://...`` processes
-  (1, then 2) on these cores over the same servers, for three stores: the
+  (1, then 2) on these cores over the same servers, ``--rounds`` times (3)
+  over every setup in turn (medians and each round's ratio reported), for: the
   corpus as a saved index directory (``zerda index --out``, documented
   profile, 64-dim hashing vectors: each replica searches its own copy), the
   PostgreSQL store in exact mode, with ``--search local`` and with
-  ``--search hnsw``; the load
-  generator (this process, ``--concurrency`` requests in flight, distinct
-  queries so the cache never hits, round-robin over the replicas) counts
-  completed ``POST /v1/context`` for ``--seconds``.
+  ``--search hnsw``; the load generator (wrk, one per replica, when
+  installed, else this process; ``--concurrency`` requests in flight in all,
+  distinct queries so the cache never hits) counts completed
+  ``POST /v1/context`` for ``--seconds``.
 * 10 million chunks: worked out on paper from the per-chunk figures measured
   here (see ``_projection``): linear storage and COPY, HNSW build n·log n,
   BM25 linear in posting-list length, HNSW search logarithmic.
@@ -115,7 +116,8 @@ class Figures:
     latency: dict[str, list[float]] = field(default_factory=dict)  # ms per call
     recall: dict[int, float] = field(default_factory=dict)
     ef_search: int = 0
-    throughput: dict[tuple[str, int], tuple[float, int, float]] = field(default_factory=dict)
+    # (setup, replicas) -> (requests/s, failed, load generator CPU) of each round
+    throughput: dict[tuple[str, int], list[tuple[float, int, float]]] = field(default_factory=dict)
     memory_rss_mb: float = 0.0
     load_generator: str = ""
     vectors: str = "HashingEmbedder(dim=64)"
@@ -357,23 +359,28 @@ def _throughput(
     queries: list[str],
     concurrency: int,
     seconds: float,
+    rounds: int,
 ) -> None:
-    """Requests/s of 1 and 2 replicas of each setup (``--store`` and extra ``serve`` options)."""
+    """Requests/s of 1 and 2 replicas of each setup (``--store`` and extra ``serve`` options).
+
+    ``rounds`` times over every setup, so a ratio is never from one moment of a
+    shared machine: the report gives each round's and their median.
+    """
     wrk = shutil.which("wrk") is not None
     script = Path(tempfile.mkdtemp(prefix="zerda-wrk-")) / "load.lua"
-    for name, (store, extra) in setups.items():
-        for count in (1, 2):
-            with replicas(store, redis, count, timeout=60, ready="/readyz", extra=extra) as urls:
-                asyncio.run(_load(urls, queries, concurrency, min(3.0, seconds)))  # warm-up
-                if wrk:
-                    done, failed, client_cpu = _load_wrk(
-                        urls, queries, concurrency, seconds, script
-                    )
-                else:
-                    cpu0 = time.process_time()
-                    done, failed = asyncio.run(_load(urls, queries, concurrency, seconds))
-                    client_cpu = (time.process_time() - cpu0) / seconds
-            fig.throughput[(name, count)] = (done / seconds, failed, client_cpu)
+    each_setup = [(name, setup, n) for name, setup in setups.items() for n in (1, 2)]
+    runs = each_setup * rounds
+    for name, (store, extra), count in runs:
+        with replicas(store, redis, count, timeout=60, ready="/readyz", extra=extra) as urls:
+            asyncio.run(_load(urls, queries, concurrency, min(3.0, seconds)))  # warm-up
+            if wrk:
+                done, failed, client_cpu = _load_wrk(urls, queries, concurrency, seconds, script)
+            else:
+                cpu0 = time.process_time()
+                done, failed = asyncio.run(_load(urls, queries, concurrency, seconds))
+                client_cpu = (time.process_time() - cpu0) / seconds
+        measured = (done / seconds, failed, client_cpu)
+        fig.throughput.setdefault((name, count), []).append(measured)
     fig.load_generator = "wrk" if wrk else "httpx (this process; install wrk for a lighter one)"
     shutil.rmtree(script.parent, ignore_errors=True)
 
@@ -469,17 +476,30 @@ def _report(fig: Figures, args: argparse.Namespace) -> str:
     if fig.throughput:
         lines += ["", "## Throughput: 1 and 2 replicas sharing Redis state", ""]
         rows, ratios = [], {}
-        for (name, count), (rps, failed, cpu) in fig.throughput.items():
-            one = fig.throughput[(name, 1)][0]
-            ratios[name] = fig.throughput.get((name, 2), (one, 0, 0))[0] / one
-            rows.append([name, count, rps, failed, f"{rps / one:.2f}×", f"{cpu:.0%} of a core"])
+        for (name, count), measured in fig.throughput.items():
+            ones = [m[0] for m in fig.throughput[(name, 1)]]
+            each = [m[0] / one for m, one in zip(measured, ones, strict=True)]
+            if count == 2:
+                ratios[name] = statistics.median(each)
+            rows.append(
+                [
+                    name,
+                    count,
+                    statistics.median(m[0] for m in measured),
+                    " / ".join(f"{m[0]:.0f}" for m in measured),
+                    sum(m[1] for m in measured),
+                    f"{statistics.median(each):.2f}× ({' / '.join(f'{r:.2f}' for r in each)})",
+                    f"{max(m[2] for m in measured):.0%} of a core",
+                ]
+            )
         headers = [
             "index",
             "replicas",
-            "requests/s",
+            "requests/s (median)",
+            "each round",
             "failed",
-            "vs 1 replica",
-            "load generator CPU",
+            "vs 1 replica (median; each round)",
+            "load generator CPU (max)",
         ]
         lines.append(format_table(headers, rows))
         verdicts = ", ".join(
@@ -487,7 +507,8 @@ def _report(fig: Figures, args: argparse.Namespace) -> str:
             for name, r in ratios.items()
         )
         lines.append(
-            f"\n{args.concurrency} requests in flight, {args.seconds:g} s each, load generator "
+            f"\n{args.concurrency} requests in flight, {args.seconds:g} s each, {args.rounds} "
+            "round(s) over every setup in turn, load generator "
             f"{fig.load_generator}, cache never hit, "
             f"`--state redis://`. Target ≥ {TARGET_SCALEUP}× for 2 replicas: {verdicts}. "
             f"On {os.cpu_count()} cores the replicas share them with PostgreSQL, Redis and the "
@@ -521,6 +542,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None)
     parser.add_argument("--no-throughput", action="store_true")
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="throughput rounds over every setup (default 3, --quick 1): the ratios move "
+        "between runs on a shared machine",
+    )
+    parser.add_argument(
         "--vectors",
         choices=("hashing", "use"),
         default="hashing",
@@ -531,6 +559,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     n = args.chunks or (10_000 if args.quick else 100_000)
     args.seconds = args.seconds or (4.0 if args.quick else 20.0)
+    args.rounds = args.rounds or (1 if args.quick else 3)
     queries = make_queries(args.queries or (40 if args.quick else 120))
     chunks = make_corpus(n)
     fig = Figures(n)
@@ -563,7 +592,9 @@ def main() -> None:
                 "PostgreSQL, local copy": (pg.url, ["--search", "local"]),
                 f"PostgreSQL HNSW (ef_search={fig.ef_search})": (pg.url, hnsw),
             }
-            _throughput(fig, setups, redis.url, queries, args.concurrency, args.seconds)
+            _throughput(
+                fig, setups, redis.url, queries, args.concurrency, args.seconds, args.rounds
+            )
     finally:
         redis.stop()
         pg.stop()

@@ -94,6 +94,27 @@ async def test_an_index_update_by_the_cli_is_seen_by_both(
     assert [r["cache_hit"] for r in after] == [False, True]
 
 
+async def test_replicas_with_local_copies_see_an_update_within_a_second_and_share_the_cache(
+    two: list[str], postgres: PostgresServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """``--search local``: each replica searches its own copy, caught up from PostgreSQL."""
+    query = {"query": "axolotls regrow whole limbs"}
+    local = ["--search", "local"]
+    async with httpx.AsyncClient(timeout=30) as client:
+        with replicas(postgres.url, redis_server.url, ready="/readyz", extra=local) as copies:
+            # (Their contexts are the exact replicas': tests/stores/test_vector_search_cli.py.)
+            before = [await _context(client, url, **query) for url in copies]
+            extra = tmp_path / "axolotl.txt"
+            extra.write_text("Axolotls regrow whole limbs, and parts of the heart, for life.\n")
+            index_files(postgres.url, extra)
+            await anyio.sleep(2 * VERSION_POLL_SECONDS)  # each copy checks every 0.5 s
+            after = [await _context(client, url, **query) for url in copies]
+    assert all("Axolotls" not in str(r["context"]) for r in before)
+    assert all("Axolotls" in str(r["context"]) for r in after)
+    # Both copies are at the new version: the second replica hits the first one's entry.
+    assert [r["cache_hit"] for r in after] == [False, True]
+
+
 async def test_a_conversation_soak_loses_and_misattributes_no_turn(two: list[str]) -> None:
     rng = random.Random(11)
     expected: dict[str, list[dict[str, str]]] = {f"soak-{i}": [] for i in range(5)}

@@ -1,11 +1,11 @@
 """The chunk rows of ranked hits: the best ``k`` that exist and pass a filter.
 
-Both searches that rank in the replica (BM25 over posting blocks, cosine over
-a local copy of the vectors) end here: they hold every hit's score and need
-the rows of the best few.  Without a filter one primary-key lookup of the
-best ``k`` does; with one, the best candidates are checked against it in SQL
-in rounds (each sixteen times larger), so a filter costs a few lookups rather
-than a scan, and every candidate is reached eventually.  The row reads also
+BM25 over posting blocks (:mod:`._pg_keyword`) ranks in the replica and ends
+here: it holds every hit's score and needs the rows of the best few.  Without
+a filter one primary-key lookup of the best ``k`` does; with one, the best
+candidates are checked against it in SQL in rounds (each sixteen times
+larger), so a filter costs a few lookups rather than a scan, and every
+candidate is reached eventually.  The row reads also
 return the corpus version, so a search that scored an older version than the
 rows show can score again instead of mixing two versions.
 """

@@ -1,4 +1,4 @@
-"""The PostgreSQL index store's searches: exact or HNSW cosine, BM25, metadata.
+"""The PostgreSQL index store's searches: exact or HNSW cosine, BM25, metadata, or local.
 
 A base class of :class:`~._postgres_index.PostgresIndexStore` (which owns the
 pool, the schema and the writes); the search rules are in that module's
@@ -77,7 +77,7 @@ class PostgresSearches:
     async def vector_search(
         self, query_vector: ArrayLike, k: int, filters: Filters | None = None
     ) -> list[Hit]:
-        """Top ``k`` by cosine: exact in SQL, in this process (``"local"``) or by ``"hnsw"``."""
+        """Top ``k`` by cosine: exact in SQL, by ``"hnsw"``, or over the ``"local"`` copy."""
         query = np.asarray(query_vector, dtype=np.float64).flatten()
         conditions = parse_filters(filters)  # a malformed filter fails first, whatever k is
         if k <= 0:
@@ -133,7 +133,8 @@ class PostgresSearches:
 
         The score is the fraction of pairs matched, as the in-memory metadata
         retriever computes it; equality is JSON equality (``1 == 1.0``, but
-        ``true`` is not ``1`` as it is in Python).
+        ``true`` is not ``1`` as it is in Python), except over a local copy,
+        which matches as the in-memory retriever does (Python's equality).
         """
         items = list(pairs.items())
         if not items or k <= 0:
@@ -162,15 +163,17 @@ class PostgresSearches:
 
     async def keyword_search(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
         """Top ``k`` by BM25 with the in-memory formula, ties by corpus position."""
-        conditions = parse_filters(filters)
-        if self._local is not None and k > 0:
+        conditions = parse_filters(filters)  # a malformed filter fails first, whatever k is
+        if k <= 0:
+            return []
+        if self._local is not None:
             copy = await self._local.current(self._pg)
             return await self._in_copy(
                 "keyword", copy, keyword_hits, copy.index, query, k, conditions, copy.positions
             )
         terms = list(dict.fromkeys(analyzer_for(self.analyzer).tokenize(query)))
         where, params = compile_filters(conditions, "c.metadata")
-        if not terms or k <= 0:
+        if not terms:
             return []
         async with self._pg.connection() as conn:
             if self._weights is None:

@@ -42,8 +42,9 @@ class ServiceSettings(msgspec.Struct, kw_only=True):
     """When set, every endpoint but ``/healthz`` and the page's static files requires
     ``Authorization: Bearer <api_key>`` (401 otherwise)."""
     vector_search: str = "exact"
-    """A PostgreSQL index store's vector search: ``"exact"`` (in PostgreSQL), ``"local"``
-    (exact, in each replica over a copy of the vectors) or ``"hnsw"`` (its HNSW index)."""
+    """Where and how a PostgreSQL index store searches (``zerda serve --search``):
+    ``"exact"`` or ``"hnsw"`` (its HNSW index) in PostgreSQL, or ``"local"`` (in each
+    replica, over its own copy of the whole index, caught up from PostgreSQL)."""
     ef_search: int = EF_SEARCH
     """HNSW candidate list size (with ``vector_search="hnsw"``; ``zerda serve --ef-search``)."""
 
