@@ -512,9 +512,9 @@ def _report(fig: Figures, args: argparse.Namespace) -> str:
             f"{fig.load_generator}, cache never hit, "
             f"`--state redis://`. Target ≥ {TARGET_SCALEUP}× for 2 replicas: {verdicts}. "
             f"On {os.cpu_count()} cores the replicas share them with PostgreSQL, Redis and the "
-            "load generator: over a PostgreSQL index, PostgreSQL runs every search and a second "
-            "replica can only add what one leaves idle; over a saved directory each replica "
-            "searches its own copy, so the work itself scales with the replicas."
+            "load generator: when PostgreSQL runs every search (exact, HNSW) a second replica "
+            "can only add what one leaves idle; over a saved directory or a local copy each "
+            "replica searches its own copy, so the work itself scales with the replicas."
         )
     lines += ["", f"## {PROJECTED:,} chunks, worked out from the per-chunk costs above", ""]
     lines.append(format_table(["quantity", "estimate", "scaling assumed"], _projection(fig)))
