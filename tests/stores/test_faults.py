@@ -107,6 +107,38 @@ async def test_postgres_stopped_times_out_then_recovers(
         await store.aclose()
 
 
+async def test_searches_queued_on_a_local_copys_check_fail_with_it(
+    own_postgres: PostgresServer, prefix: str
+) -> None:
+    """Eight searches waiting on one check of a stopped server fail after one timeout."""
+    docs = demo_docs()[:10]
+    store = await PostgresIndexStore.open(
+        own_postgres.url, prefix=prefix, operation_timeout=1.0, search="local", local_poll=0
+    )
+    errors: list[str] = []
+
+    async def search() -> None:
+        try:
+            await store.keyword_search("budget", 5)
+        except StoreUnavailableError as exc:
+            errors.append(str(exc))
+
+    try:
+        await store.add(docs, embed(docs))
+        own_postgres.signal(signal.SIGSTOP)
+        try:
+            # One at a time they would take 8 timeouts (8 s).
+            with anyio.fail_after(4):
+                async with anyio.create_task_group() as tg:
+                    for _ in range(8):
+                        tg.start_soon(search)
+        finally:
+            own_postgres.signal(signal.SIGCONT)
+        assert len(errors) == 8 and all(e.startswith("index store at ") for e in errors)
+    finally:
+        await store.aclose()
+
+
 async def test_update_killed_halfway_leaves_the_old_corpus(
     own_postgres: PostgresServer, prefix: str
 ) -> None:

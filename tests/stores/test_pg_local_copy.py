@@ -215,3 +215,37 @@ async def test_a_copy_behind_the_removal_log_loads_everything_again(
     finally:
         await local.aclose()
         await writer.aclose()
+
+
+async def test_a_write_during_a_check_in_flight_is_still_seen_by_the_next_search(
+    postgres: PostgresServer, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check read the version before the write committed: it must not count as fresh."""
+    from zerda_async.stores._pg_local_copy import Copy, LocalCopy
+
+    docs = demo_docs()[:10]
+    local = await PostgresIndexStore.open(
+        postgres.url, prefix=prefix, search="local", local_poll=3600
+    )
+    try:
+        await local.add(docs, embed(docs))
+        read, release = anyio.Event(), anyio.Event()
+        original = LocalCopy._caught_up
+
+        async def paused(self: LocalCopy, pg: Any, old: Copy | None) -> Copy:
+            copy = await original(self, pg, old)  # the version as it was
+            read.set()
+            await release.wait()
+            return copy
+
+        monkeypatch.setattr(LocalCopy, "_caught_up", paused)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(local.keyword_search, "zebra", 3)  # makes the check (after the add)
+            await read.wait()
+            new = [Doc("x1", "zebra zebra zebra")]
+            await local.add(new, embed(new))
+            release.set()
+        monkeypatch.setattr(LocalCopy, "_caught_up", original)
+        assert [h.chunk.doc_id for h in await local.keyword_search("zebra", 3)] == ["x1"]
+    finally:
+        await local.aclose()

@@ -42,6 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core.index import CorpusIndex
+from ..errors import StoreUnavailableError
 from ._pg_common import PgPool
 from ._pg_writes import REMOVED_KEPT_VERSIONS
 from ._protocols import StoredChunk
@@ -76,6 +77,8 @@ class LocalCopy:
         self._analyzer = analyzer
         self._copy: Copy | None = None
         self._checked = -math.inf  # when the last completed check started
+        self._writes = 0  # writes through this process (see invalidate)
+        self._failed: tuple[float, StoreUnavailableError] | None = None  # last check, if it failed
         self._lock = anyio.Lock()
 
     @property
@@ -84,15 +87,22 @@ class LocalCopy:
         return 0 if self._copy is None else self._copy.index.n_live
 
     def invalidate(self) -> None:
-        """Make the next search check the version (after a write through this process)."""
+        """Make the next search check the version (after a write through this process).
+
+        A check already in flight may have read the version before the write
+        committed, so it does not count as fresh either.
+        """
+        self._writes += 1
         self._checked = -math.inf
 
     async def current(self, pg: PgPool) -> Copy:
         """The copy, checked against the store at most ``poll`` seconds ago.
 
-        One check at a time: the others wait for it rather than make their own.
-        Catching up reads on connections of its own, with time for the rows it
-        reads (a bulk load elsewhere may have added many), not a search's timeout.
+        One check at a time: the others wait for it rather than make their own,
+        and fail with it when it fails (so a stopped server costs each request
+        one timeout, not one per request queued before it).  Catching up reads
+        on connections of its own, with time for the rows it reads (a bulk load
+        elsewhere may have added many), not a search's timeout.
         """
         asked = time.monotonic()
         copy = self._copy
@@ -102,10 +112,20 @@ class LocalCopy:
             copy = self._copy
             if copy is not None and self._checked >= asked - self.poll:
                 return copy  # checked while this call waited
-            started = time.monotonic()
-            copy = await self._caught_up(pg, copy)
+            if self._failed is not None and self._failed[0] >= asked:
+                error = self._failed[1]  # so would this check: the server did not answer
+                raise StoreUnavailableError(error.store, error.url, error.problem)
+            started, writes = time.monotonic(), self._writes
+            try:
+                copy = await self._caught_up(pg, copy)
+            except StoreUnavailableError as exc:
+                self._failed = (started, exc)
+                raise
+            self._failed = None
             self.checks += 1
-            self._copy, self._checked = copy, max(started, self._checked)
+            self._copy = copy
+            if self._writes == writes:
+                self._checked = max(started, self._checked)
         return copy
 
     async def _caught_up(self, pg: PgPool, old: Copy | None) -> Copy:
