@@ -110,10 +110,10 @@ async def test_postgres_stopped_times_out_then_recovers(
 async def test_searches_queued_on_a_local_copys_check_fail_with_it(
     own_postgres: PostgresServer, prefix: str
 ) -> None:
-    """Eight searches waiting on one check of a stopped server fail after one timeout."""
+    """Searches arriving while a check of a stopped server is in flight fail with it."""
     docs = demo_docs()[:10]
     store = await PostgresIndexStore.open(
-        own_postgres.url, prefix=prefix, operation_timeout=1.0, search="local", local_poll=0
+        own_postgres.url, prefix=prefix, operation_timeout=2.0, search="local", local_poll=0
     )
     errors: list[str] = []
 
@@ -127,14 +127,40 @@ async def test_searches_queued_on_a_local_copys_check_fail_with_it(
         await store.add(docs, embed(docs))
         own_postgres.signal(signal.SIGSTOP)
         try:
-            # One at a time they would take 8 timeouts (8 s).
-            with anyio.fail_after(4):
+            # All arrive within the first check's 2 s: they fail with it, at about 2 s
+            # (a check of their own would take one more timeout each, or 4 s at least).
+            with anyio.fail_after(3.2):
                 async with anyio.create_task_group() as tg:
                     for _ in range(8):
                         tg.start_soon(search)
+                        await anyio.sleep(0.1)
         finally:
             own_postgres.signal(signal.SIGCONT)
         assert len(errors) == 8 and all(e.startswith("index store at ") for e in errors)
+    finally:
+        await store.aclose()
+
+
+async def test_a_local_copy_answers_while_the_server_is_stopped_until_its_next_check(
+    own_postgres: PostgresServer, prefix: str
+) -> None:
+    docs = demo_docs()[:10]
+    store = await PostgresIndexStore.open(
+        own_postgres.url, prefix=prefix, operation_timeout=1.0, search="local", local_poll=3600
+    )
+    try:
+        await store.add(docs, embed(docs))
+        expected = await store.keyword_search("budget", 5)  # checks once after the write
+        own_postgres.signal(signal.SIGSTOP)
+        try:
+            with anyio.fail_after(2):
+                assert await store.keyword_search("budget", 5) == expected
+            assert store._local is not None
+            store._local.invalidate()  # the next search checks: the server does not answer
+            with anyio.fail_after(4), pytest.raises(StoreUnavailableError):
+                await store.keyword_search("budget", 5)
+        finally:
+            own_postgres.signal(signal.SIGCONT)
     finally:
         await store.aclose()
 

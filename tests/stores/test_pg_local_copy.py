@@ -44,16 +44,40 @@ async def _compare(memory: MemoryIndexStore, local: PostgresIndexStore, dim: int
         )
 
 
+async def _same_positions(writer: PostgresIndexStore, local: PostgresIndexStore) -> None:
+    """The copy's hits name the store's positions, as the exact searches do."""
+    for text in ["alpha nile river", "قهوة نخيل"]:
+        assert [h.position for h in await local.keyword_search(text, 9)] == [
+            h.position for h in await writer.keyword_search(text, 9)
+        ]
+    query = np.random.default_rng(3).normal(size=64)
+    assert [h.position for h in await local.vector_search(query, 9)] == [
+        h.position for h in await writer.vector_search(query, 9)
+    ]
+
+
+@pytest.mark.parametrize("placement", ["inline", "threads"])
+@pytest.mark.parametrize("checked", ["after each write", "after every second write"])
 async def test_a_local_copy_follows_every_write_of_another_replica(
-    postgres: PostgresServer, prefix: str
+    postgres: PostgresServer, prefix: str, placement: str, checked: str
 ) -> None:
-    """Writes through one store object; the other's copy catches up at its next check."""
+    """Writes through one store object; the other's copy catches up at its next check,
+    over one version or several (adds and removals in between)."""
+    from zerda_async.runtime import OffloadPolicy
+
     docs = synthetic_docs(80)
     memory = MemoryIndexStore()
     writer = await PostgresIndexStore.open(postgres.url, prefix=prefix)
     await memory.add(docs[:30], embed(docs[:30]))
     await writer.add(docs[:30], embed(docs[:30]))
-    local = await PostgresIndexStore.open(postgres.url, prefix=prefix, search="local", local_poll=0)
+    local = await PostgresIndexStore.open(
+        postgres.url, prefix=prefix, search="local", local_poll=3600
+    )
+    assert local._local is not None
+    for kind in ("vector", "keyword", "metadata"):  # tiny corpora would always run inline
+        policy = local._placements[kind] = OffloadPolicy(None, 0)
+        policy.forced = placement == "threads"
+    every = 1 if checked == "after each write" else 2
     try:
         await _compare(memory, local, 64)
         steps: list[tuple[str, Any]] = [
@@ -62,8 +86,9 @@ async def test_a_local_copy_follows_every_write_of_another_replica(
             ("replace", docs[10:14]),
             ("remove", [f"d{i}" for i in range(14, 30)]),  # past a quarter: compacted
             ("add", docs[3:5]),
+            ("remove", ["d31"]),
         ]
-        for kind, payload in steps:
+        for i, (kind, payload) in enumerate(steps, 1):
             if kind == "remove":
                 await memory.remove(payload)
                 await writer.remove(payload)
@@ -71,17 +96,22 @@ async def test_a_local_copy_follows_every_write_of_another_replica(
                 vectors = embed(payload)
                 await getattr(memory, kind)(payload, vectors)
                 await getattr(writer, kind)(payload, vectors)
-            await _compare(memory, local, 64)
-            assert local.local_chunks == await writer.count()
+            if i % every == 0:
+                local._local.invalidate()  # as a poll would: check at the next search
+                await _compare(memory, local, 64)
+                await _same_positions(writer, local)
+                assert local.local_chunks == await writer.count()
         # Everything removed, then chunks of another dimension: the copy starts over.
-        every = list(dict.fromkeys(d.doc_id for d in docs))
-        await memory.remove(every)
-        await writer.remove(every)
+        every_id = list(dict.fromkeys(d.doc_id for d in docs))
+        await memory.remove(every_id)
+        await writer.remove(every_id)
+        local._local.invalidate()
         assert await local.vector_search(np.ones(64), 5) == []
         assert local.local_chunks == 0
         fresh = [Doc(f"n{i}", f"new chunk {i} nile", {"lang": "en"}) for i in range(12)]
         await memory.add(fresh, embed(fresh, 16))
         await writer.add(fresh, embed(fresh, 16))
+        local._local.invalidate()
         await _compare(memory, local, 16)
     finally:
         await local.aclose()

@@ -44,7 +44,7 @@ def default_threshold_ms() -> float:
 
 
 class OffloadPolicy:
-    """Decides whether a stage group runs in a worker thread, from measured cost.
+    """Decides whether a piece of work (a stage group, a search) runs in a worker thread.
 
     A thread hop costs roughly 0.15-0.25 ms here, and the stages are mostly
     Python holding the GIL, so a worker thread buys loop responsiveness, not

@@ -99,10 +99,13 @@ class LocalCopy:
         """The copy, checked against the store at most ``poll`` seconds ago.
 
         One check at a time: the others wait for it rather than make their own,
-        and fail with it when it fails (so a stopped server costs each request
-        one timeout, not one per request queued before it).  Catching up reads
-        on connections of its own, with time for the rows it reads (a bulk load
-        elsewhere may have added many), not a search's timeout.
+        and a caller that asked before a check failed fails with it (so a
+        stopped server costs each request one timeout at most, not one per
+        request queued before it).  Catching up reads on connections of its
+        own, with time for the rows it reads (a bulk load elsewhere may have
+        added many), not a search's timeout, and is shielded from the caller's
+        cancellation: a request that gives up does not throw away a catch-up
+        the next one would start over.
         """
         asked = time.monotonic()
         copy = self._copy
@@ -113,19 +116,21 @@ class LocalCopy:
             if copy is not None and self._checked >= asked - self.poll:
                 return copy  # checked while this call waited
             if self._failed is not None and self._failed[0] >= asked:
-                error = self._failed[1]  # so would this check: the server did not answer
+                error = self._failed[1]  # failed while this call waited: so would this check
                 raise StoreUnavailableError(error.store, error.url, error.problem)
             started, writes = time.monotonic(), self._writes
-            try:
-                copy = await self._caught_up(pg, copy)
-            except StoreUnavailableError as exc:
-                self._failed = (started, exc)
-                raise
-            self._failed = None
-            self.checks += 1
-            self._copy = copy
-            if self._writes == writes:
-                self._checked = max(started, self._checked)
+            with anyio.CancelScope(shield=True):
+                try:
+                    copy = await self._caught_up(pg, copy)
+                except StoreUnavailableError as exc:
+                    self._failed = (time.monotonic(), exc)
+                    raise
+                self._failed = None
+                self.checks += 1
+                self._copy = copy
+                if self._writes == writes:
+                    self._checked = max(started, self._checked)
+        assert copy is not None  # a shielded scope passes every error on
         return copy
 
     async def _caught_up(self, pg: PgPool, old: Copy | None) -> Copy:
@@ -150,8 +155,14 @@ class LocalCopy:
             analyzer = self._analyzer if row[2] is None else str(row[2])
             if old is not None and old.version == version:
                 return old
-            if old is not None and version - old.version > REMOVED_KEPT_VERSIONS:
-                old, start = None, 0  # fell further behind meanwhile
+            if old is not None and (
+                version - old.version > REMOVED_KEPT_VERSIONS
+                or version < old.version
+                or end < old.end
+            ):
+                # Fell further behind meanwhile, or the store was recreated (its
+                # version or positions went back): load everything again.
+                old, start = None, 0
             cur = await conn.execute(
                 f"SELECT pos, doc_id, text, metadata, unit FROM {p}chunks WHERE pos >= %s"
                 f" ORDER BY pos",
@@ -190,16 +201,16 @@ def _merged(
         index = index.without_positions(rows)
         if index.n_positions != before:  # the snapshot compacted: so do its store positions
             positions = positions[live]
-    if index.n_live == 0 and index.n_positions:
-        # Emptied: start over, so chunks of another kind (vectors or not, any dimension) fit.
-        index, positions = CorpusIndex.build([], analyzer=analyzer), np.empty(0, dtype=np.int64)
     if added:
         chunks = [StoredChunk(str(r[1]), r[2], r[3]) for r in added]
         units = None
         if added[0][4] is not None:
             units = np.stack([np.frombuffer(r[4], dtype=np.float64) for r in added])
         new_positions = np.array([int(r[0]) for r in added], dtype=np.int64)
-        if index.n_positions == 0:  # the analyser too may have been recorded since
+        if index.n_positions == 0:
+            # Empty (removing every chunk compacts to nothing): start over, so that chunks
+            # of another kind (vectors or not, any dimension) fit, with the analyser the
+            # store recorded meanwhile.
             index = CorpusIndex.build(chunks, units, analyzer=analyzer)
             positions = new_positions
         else:

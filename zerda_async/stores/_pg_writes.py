@@ -109,14 +109,14 @@ async def delete_docs(
 
 
 REMOVED_KEPT_VERSIONS = 1000
-"""Versions whose removed positions stay logged: a local vector copy further behind than
-that loads the vectors again instead of catching up (the log stays bounded)."""
+"""Versions whose removed positions stay logged: a local copy of the index further behind than
+that loads everything again instead of catching up (the log stays bounded)."""
 
 
 async def log_removed(
     conn: psycopg.AsyncConnection[Any], prefix: str, positions: list[int], version: int
 ) -> None:
-    """Record that ``version`` removed ``positions`` (local vector copies catch up from it)."""
+    """Record that ``version`` removed ``positions`` (local copies catch up from it)."""
     if positions:
         await conn.execute(
             f"INSERT INTO {prefix}removed SELECT %s, unnest(%s::bigint[])", (version, positions)

@@ -213,7 +213,10 @@ class PostgresIndexStore(PostgresSearches):
 
     async def add(self, chunks: Sequence[Any], vectors: ArrayLike | None = None) -> int:
         """Append ``chunks`` in one transaction; returns the new version."""
-        return self._written(await self._write(list(chunks), vectors, replace=False))
+        try:
+            return await self._write(list(chunks), vectors, replace=False)
+        finally:
+            self._wrote()
 
     async def replace(
         self,
@@ -227,18 +230,23 @@ class PostgresIndexStore(PostgresSearches):
         ``also_remove`` doc ids are removed in the same transaction (a file
         re-indexed into fewer chunks loses the others with the same version).
         """
-        version = await self._write(list(chunks), vectors, replace=True, extra=also_remove)
-        return self._written(version)
+        try:
+            return await self._write(list(chunks), vectors, replace=True, extra=also_remove)
+        finally:
+            self._wrote()
 
     async def remove(self, doc_ids: Sequence[str]) -> int:
         """Remove every chunk of ``doc_ids`` in one transaction."""
-        return self._written(await self._remove([str(d) for d in doc_ids]))
+        try:
+            return await self._remove([str(d) for d in doc_ids])
+        finally:
+            self._wrote()
 
-    def _written(self, version: int) -> int:
-        """``version``, once this process's copy (``search="local"``) knows to catch up."""
+    def _wrote(self) -> None:
+        """After a write (even one that failed: its commit may have landed), for read-your-writes:
+        this process's copy (``search="local"``) checks the version at its next search."""
         if self._local is not None:
-            self._local.invalidate()  # read-your-writes: the next search checks the version
-        return version
+            self._local.invalidate()
 
     async def _remove(self, ids: list[str]) -> int:
         p = self.prefix
