@@ -92,15 +92,15 @@ class MemoryIndexStore:
         self, query_vector: ArrayLike, k: int, filters: Filters | None = None
     ) -> list[Hit]:
         """Top ``k`` by cosine (rounded to 12 decimals), ties by position."""
-        return vector_hits(self.index, query_vector, k, parse_filters(filters))
+        return vector_hits(self.index, None, query_vector, k, parse_filters(filters))
 
     async def keyword_search(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
         """Top ``k`` by BM25 (positive scores only), ties by position."""
-        return keyword_hits(self.index, query, k, parse_filters(filters))
+        return keyword_hits(self.index, None, query, k, parse_filters(filters))
 
     async def metadata_search(self, pairs: Mapping[str, Any], k: int) -> list[Hit]:
         """Chunks whose metadata equals at least one pair, by the fraction of pairs matched."""
-        return metadata_hits(self.index, pairs, k)
+        return metadata_hits(self.index, None, pairs, k)
 
     def doc_ids(self) -> list[Any]:
         """Each live chunk's doc id in corpus order (for tests and tools)."""

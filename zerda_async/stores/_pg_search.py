@@ -17,13 +17,13 @@ import psycopg
 from numpy.typing import ArrayLike, NDArray
 from psycopg.types.json import Jsonb
 
-from ..core.index import COSINE_DECIMALS
+from ..core.index import COSINE_DECIMALS, CorpusIndex
 from ..core.index.analysis import analyzer_for
 from ..runtime import OFFLOAD_MIN_CORPUS, OffloadPolicy, run_placed
 from ._filters import Filters, parse_filters
 from ._pg_common import PgPool
 from ._pg_keyword import WeightCache, keyword_rows
-from ._pg_local_copy import Copy, LocalCopy
+from ._pg_local_copy import LocalCopy
 from ._pg_sql import compile_filters
 from ._protocols import Hit, StoredChunk
 from ._snapshot_search import keyword_hits, metadata_hits, vector_hits
@@ -58,9 +58,13 @@ class PostgresSearches:
         return self._cpu_limiter
 
     async def _in_copy(
-        self, kind: str, copy: Copy, search: Callable[[Unpack[_Ts]], list[Hit]], *args: *_Ts
+        self,
+        kind: str,
+        search: Callable[[CorpusIndex, NDArray[np.int64], Unpack[_Ts]], list[Hit]],
+        *args: *_Ts,
     ) -> list[Hit]:
-        """``search(*args)`` over the local copy, inline or in a worker thread by its cost.
+        """``search(index, positions, *args)`` over the local copy as it is now, inline or in
+        a worker thread by its cost.
 
         The in-memory engine's rule (:class:`~zerda_async.runtime.OffloadPolicy`):
         a search that costs less than two GIL switch intervals runs on the loop.
@@ -69,10 +73,15 @@ class PostgresSearches:
         a second one little (227, 1.70x); inline, 158 and 294 (1.87x), as over a
         saved directory.  Each kind of search keeps its own measurements.
         """
+        assert self._local is not None
+        copy = await self._local.current(self._pg)
         policy = self._placements.get(kind)
         if policy is None:
             policy = self._placements[kind] = OffloadPolicy(None, OFFLOAD_MIN_CORPUS)
-        return await run_placed(policy, copy.index.n_positions, search, *args, limiter=self._cpu())
+        size = copy.index.n_positions
+        return await run_placed(
+            policy, size, search, copy.index, copy.positions, *args, limiter=self._cpu()
+        )
 
     async def vector_search(
         self, query_vector: ArrayLike, k: int, filters: Filters | None = None
@@ -83,10 +92,7 @@ class PostgresSearches:
         if k <= 0:
             return []
         if self._local is not None:
-            copy = await self._local.current(self._pg)
-            return await self._in_copy(
-                "vector", copy, vector_hits, copy.index, query, k, conditions, copy.positions
-            )
+            return await self._in_copy("vector", vector_hits, query, k, conditions)
         norm = float(np.linalg.norm(query))
         p = self.prefix
         where, params = compile_filters(conditions, "metadata")
@@ -141,10 +147,7 @@ class PostgresSearches:
             return []
         if self._local is not None:
             # The in-memory metadata retriever's equality here (Python's: True == 1).
-            copy = await self._local.current(self._pg)
-            return await self._in_copy(
-                "metadata", copy, metadata_hits, copy.index, pairs, k, copy.positions
-            )
+            return await self._in_copy("metadata", metadata_hits, pairs, k)
         params: dict[str, Any] = {"k": k}
         tests = []
         for i, (key, value) in enumerate(items):
@@ -167,10 +170,7 @@ class PostgresSearches:
         if k <= 0:
             return []
         if self._local is not None:
-            copy = await self._local.current(self._pg)
-            return await self._in_copy(
-                "keyword", copy, keyword_hits, copy.index, query, k, conditions, copy.positions
-            )
+            return await self._in_copy("keyword", keyword_hits, query, k, conditions)
         terms = list(dict.fromkeys(analyzer_for(self.analyzer).tokenize(query)))
         where, params = compile_filters(conditions, "c.metadata")
         if not terms:

@@ -4,8 +4,8 @@ Shared by :class:`~._memory.MemoryIndexStore` and the PostgreSQL store's
 local copy (:mod:`._pg_local_copy`), so both rank exactly as the in-memory
 retrievers do: the same index code, the same filter masks, ties by corpus
 position.  Each function is plain (no awaiting), so a caller may run it in a
-worker thread; ``positions`` maps the snapshot's positions to the store's
-(``None``: the same).
+worker thread; ``positions``, the second argument of each, maps the
+snapshot's positions to the store's (``None``: the same).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ __all__ = ["keyword_hits", "metadata_hits", "vector_hits"]
 
 def vector_hits(
     index: CorpusIndex,
+    positions: NDArray[np.int64] | None,
     query_vector: ArrayLike,
     k: int,
     conditions: tuple[Condition, ...],
-    positions: NDArray[np.int64] | None = None,
 ) -> list[Hit]:
     """Top ``k`` live chunks by rounded cosine; ``[]`` when the index holds no vectors."""
     vectors = index.vectors
@@ -48,10 +48,10 @@ def vector_hits(
 
 def keyword_hits(
     index: CorpusIndex,
+    positions: NDArray[np.int64] | None,
     query: str,
     k: int,
     conditions: tuple[Condition, ...],
-    positions: NDArray[np.int64] | None = None,
 ) -> list[Hit]:
     """Top ``k`` live chunks by BM25 of ``query``'s tokens (the index's analyser), score > 0."""
     if k <= 0:
@@ -64,9 +64,9 @@ def keyword_hits(
 
 def metadata_hits(
     index: CorpusIndex,
+    positions: NDArray[np.int64] | None,
     pairs: Mapping[str, Any],
     k: int,
-    positions: NDArray[np.int64] | None = None,
 ) -> list[Hit]:
     """Chunks whose metadata equals at least one pair, scored by the fraction matched."""
     if not pairs or k <= 0:
