@@ -20,6 +20,7 @@ import stat
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,15 @@ class _Server:
         for member in family:
             with contextlib.suppress(psutil.NoSuchProcess):
                 member.send_signal(sig)
+
+    @contextlib.contextmanager
+    def stopped(self) -> Iterator[None]:
+        """The server frozen by SIGSTOP for the block (it keeps its sockets), then SIGCONT."""
+        self.signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self.signal(signal.SIGCONT)
 
     def kill(self) -> None:
         """SIGKILL the whole server and reap it."""

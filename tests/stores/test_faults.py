@@ -6,7 +6,6 @@ recreated: it must raise a clear error naming itself, then recover on its own.
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,12 +88,12 @@ async def test_postgres_stopped_times_out_then_recovers(
     )
     try:
         await store.add(docs, embed(docs))
-        own_postgres.signal(signal.SIGSTOP)
-        try:
-            with anyio.fail_after(8), pytest.raises(StoreUnavailableError, match=r"within 1\.5 s"):
-                await store.keyword_search("nile", 5)
-        finally:
-            own_postgres.signal(signal.SIGCONT)
+        with (
+            own_postgres.stopped(),
+            anyio.fail_after(8),
+            pytest.raises(StoreUnavailableError, match=r"within 1\.5 s"),
+        ):
+            await store.keyword_search("nile", 5)
         with anyio.fail_after(20):
             while True:
                 try:
@@ -125,8 +124,7 @@ async def test_searches_queued_on_a_local_copys_check_fail_with_it(
 
     try:
         await store.add(docs, embed(docs))
-        own_postgres.signal(signal.SIGSTOP)
-        try:
+        with own_postgres.stopped():
             # All arrive within the first check's 2 s: they fail with it, at about 2 s
             # (a check of their own would take one more timeout each, or 4 s at least).
             with anyio.fail_after(3.2):
@@ -134,8 +132,6 @@ async def test_searches_queued_on_a_local_copys_check_fail_with_it(
                     for _ in range(8):
                         tg.start_soon(search)
                         await anyio.sleep(0.1)
-        finally:
-            own_postgres.signal(signal.SIGCONT)
         assert len(errors) == 8 and all(e.startswith("index store at ") for e in errors)
     finally:
         await store.aclose()
@@ -151,16 +147,13 @@ async def test_a_local_copy_answers_while_the_server_is_stopped_until_its_next_c
     try:
         await store.add(docs, embed(docs))
         expected = await store.keyword_search("budget", 5)  # checks once after the write
-        own_postgres.signal(signal.SIGSTOP)
-        try:
+        with own_postgres.stopped():
             with anyio.fail_after(2):
                 assert await store.keyword_search("budget", 5) == expected
             assert store._local is not None
             store._local.invalidate()  # the next search checks: the server does not answer
             with anyio.fail_after(4), pytest.raises(StoreUnavailableError):
                 await store.keyword_search("budget", 5)
-        finally:
-            own_postgres.signal(signal.SIGCONT)
     finally:
         await store.aclose()
 
@@ -235,12 +228,12 @@ async def test_redis_killed_then_back(own_redis: RedisServer) -> None:
 async def test_redis_stopped_times_out(own_redis: RedisServer) -> None:
     store = await RedisSessionStore.open(own_redis.url, operation_timeout=1)
     try:
-        own_redis.signal(signal.SIGSTOP)
-        try:
-            with anyio.fail_after(8), pytest.raises(StoreUnavailableError, match="within 1 s"):
-                await store.turns("s")
-        finally:
-            own_redis.signal(signal.SIGCONT)
+        with (
+            own_redis.stopped(),
+            anyio.fail_after(8),
+            pytest.raises(StoreUnavailableError, match="within 1 s"),
+        ):
+            await store.turns("s")
         with anyio.fail_after(10):
             while True:
                 try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Iterator
 
@@ -50,8 +49,7 @@ def test_session_store_stopped_fails_sessions_and_serves_the_rest(
 ) -> None:
     _, redis = own_servers
     with httpx.Client(base_url=replica, timeout=30) as client:
-        redis.signal(signal.SIGSTOP)
-        try:
+        with redis.stopped():
             started = time.monotonic()
             with_session = client.post(
                 "/v1/context", json={"query": "What is BM25?", "session_id": "f"}
@@ -59,8 +57,6 @@ def test_session_store_stopped_fails_sessions_and_serves_the_rest(
             without = client.post("/v1/context", json={"query": "What is BM25?"})
             ready = client.get("/readyz")
             metrics = client.get("/metrics").text
-        finally:
-            redis.signal(signal.SIGCONT)
         elapsed = time.monotonic() - started
         _until(lambda: client.get("/readyz").status_code == 200)
         recovered = client.post("/v1/context", json={"query": "What is BM25?", "session_id": "f"})
