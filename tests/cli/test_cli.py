@@ -76,9 +76,21 @@ def test_index_reports_skipped_files_by_name(samples: Path, tmp_path: Path) -> N
     assert f"skipped {samples / 'empty.txt'}: empty file" in err
     assert f"skipped {samples / 'records.jsonl'}:2: " in err
     assert "ignored 1 file(s)" in err
-    assert "embedding: " in err  # progress goes to stderr
+    # Progress goes to stderr; a keyword-only index (the default) embeds nothing
+    # and must not say it does.
+    assert "tokenising: " in err
+    assert "embedding" not in err
     assert done.stdout.startswith("indexed 6 chunks from 4 file(s) into ")
     assert (out / "zerda-cli.json").is_file()
+
+
+def test_index_with_an_embedder_reports_embedding_then_tokenising(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Dates ripen in late summer.\n\nCoffee is served with cardamom.\n", "utf-8")
+    done = run_zerda(["index", str(notes), "--out", str(tmp_path / "idx"), "--embedder", "hashing"])
+    assert done.returncode == 0, done.stderr
+    phases = [line.split(":")[0] for line in done.stderr.splitlines() if "chunks" in line]
+    assert phases == ["embedding", "tokenising"], done.stderr
 
 
 def test_index_fails_when_nothing_is_readable(tmp_path: Path) -> None:

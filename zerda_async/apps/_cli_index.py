@@ -54,7 +54,10 @@ def cmd_index(args: argparse.Namespace) -> int:
     choice = choose_embedder(args.profile, args.embedder, args.dim)
     manifest = _index_manifest(args.profile, config, choice.name, choice.embedder)
     manifest.chunks, manifest.files = len(report.chunks), report.files
-    progress = ProgressBar(sys.stderr)
+    # Without an embedder, index() reports one phase only (tokenising): the bar
+    # must not call it "embedding".
+    phases = ("embedding", "tokenising") if choice.embedder is not None else ("tokenising",)
+    progress = ProgressBar(sys.stderr, phases)
     started = time.perf_counter()
 
     async def run() -> None:
