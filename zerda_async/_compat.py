@@ -3,7 +3,7 @@
 ``import zerda_async.server`` (and the others below) still works: a finder on
 ``sys.meta_path`` answers the old name with a module holding the new module's
 public names, and warns with a :class:`DeprecationWarning` naming the new path.
-The table is the one list of moved public paths; the README repeats it.
+The table is the one list of moved public paths; docs/api.md repeats it.
 """
 
 from __future__ import annotations

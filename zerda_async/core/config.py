@@ -63,7 +63,7 @@ An absolute relevance floor: below it the best chunk holds under 15% of the
 query's idf-weighted terms.  On ARCD and COVID-QA it flagged 0.5% / 0% of the
 answerable questions and 97.5% / 100% of the other language's questions; the
 best chunk of a same-language question on another topic often shares one common
-word, so only some of those are flagged (see the README's Quality profile).
+word, so only some of those are flagged (see docs/quality.md).
 """
 
 LengthCounter = Callable[[str], int]

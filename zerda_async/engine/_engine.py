@@ -85,7 +85,7 @@ class AsyncContextEngine(IndexMethods, StateMethods):
     ``stores`` (a :class:`~zerda_async.stores.Stores` record) moves the index,
     the sessions, the context cache and the adaptive statistics into shared
     stores, so that several engines — replicas in other processes or on other
-    machines — serve as one; see the README's "Shared stores" section.  Left
+    machines — serve as one; see docs/stores.md.  Left
     ``None`` (or any field of it), everything stays in this process as before.
     The engine does not close the stores (their owner does).
     """

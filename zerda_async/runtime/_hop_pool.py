@@ -1,10 +1,10 @@
 """The worker threads of the thread hop on asyncio: started synchronously, awaited as futures.
 
-A hop through ``anyio.to_thread.run_sync`` costs about 170 µs here for a call
-that takes 8 µs, and the query embedding of every request makes one; a call
+A hop through ``anyio.to_thread.run_sync`` costs noticeably more than a call
 handed straight to a waiting thread and answered with
-``loop.call_soon_threadsafe`` costs about 110 µs (``bench/bench_overhead.py``
-measures the request).  :func:`start_call` does that: it puts the call on an
+``loop.call_soon_threadsafe``, and the query embedding of every request makes
+one (``bench/bench_overhead.py`` measures it; figures in ``bench/README.md``).
+:func:`start_call` does the latter: it puts the call on an
 idle worker's queue (or a new worker's) and returns an ``asyncio.Future``.
 
 * The threads are daemon threads: one that hangs in caller code (a remote

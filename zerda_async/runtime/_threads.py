@@ -10,9 +10,9 @@ own and its result is dropped.  (On trio an abandoned thread would otherwise
 keep its token until it returns, so a few calls that never return, to a
 hung vector store say, would block every later hop.)
 
-On asyncio the call goes straight to a waiting thread of
-:mod:`._hop_pool` (about 60 µs less per hop than ``anyio.to_thread``; every
-request's query embedding makes one); on other backends through
+On asyncio the call goes straight to a waiting thread of :mod:`._hop_pool`
+(cheaper per hop than ``anyio.to_thread``, as measured in ``bench/README.md``;
+every request's query embedding makes one); on other backends through
 ``anyio.to_thread``.
 
 Abandoned threads are not counted against the limiter: each call that never

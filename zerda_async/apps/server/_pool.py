@@ -11,7 +11,7 @@ service's lifespan.  When the service is mounted in another application
 application's lifespan; then the first request starts the owner task itself
 (on asyncio, the loop servers run on) and the engines close when the event
 loop ends — or earlier with :meth:`EnginePool.aclose`.  Passing the service's
-lifespan to the parent application (see the README) gives an orderly start and
+lifespan to the parent application (see docs/service.md) gives an orderly start and
 shutdown on any backend.
 """
 
