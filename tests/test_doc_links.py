@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from zerda_async.apps.server._schemas import MAX_QUERIES, MAX_QUERY_CHARS
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted(
     {
@@ -108,3 +110,10 @@ def test_the_readme_is_a_front_page() -> None:
     for needed in ("make demo", "make test", ". .venv/bin/activate"):
         assert needed in text
     assert len(list((ROOT / "docs").glob("*.md"))) >= 5  # the index and four pages or more
+
+
+def test_the_service_page_states_the_limits_the_service_enforces() -> None:
+    page = (ROOT / "docs" / "service.md").read_text("utf-8")
+    endpoints = page[page.index("## Endpoints") : page.index("### Request limits")]
+    assert f"at most {MAX_QUERY_CHARS:,} characters" in endpoints
+    assert f"1–{MAX_QUERIES} queries" in endpoints
