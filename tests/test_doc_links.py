@@ -114,6 +114,10 @@ def test_the_readme_is_a_front_page() -> None:
 
 def test_the_service_page_states_the_limits_the_service_enforces() -> None:
     page = (ROOT / "docs" / "service.md").read_text("utf-8")
-    endpoints = page[page.index("## Endpoints") : page.index("### Request limits")]
-    assert f"at most {MAX_QUERY_CHARS:,} characters" in endpoints
-    assert f"1–{MAX_QUERIES} queries" in endpoints
+    rows = {
+        line.split("|")[1].strip(): line for line in page.splitlines() if line.startswith("| `")
+    }
+    limit = f"at most {MAX_QUERY_CHARS:,} characters"
+    assert limit in rows["`POST /v1/context`"]
+    assert limit in rows["`POST /v1/context/multi`"]
+    assert f"1–{MAX_QUERIES} queries" in rows["`POST /v1/context/multi`"]
