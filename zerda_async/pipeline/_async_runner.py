@@ -11,8 +11,9 @@ object streams)::
   ``max_in_flight`` requests are inside — and puts the request on the commit
   stream, which fixes its place in the serial order, and on the speculation
   path, with no await in between.
-* **embedding** (:mod:`._embedding_phase`, only with a coroutine or batch
-  embedder) applies the query-embedding stage, micro-batched across requests.
+* **embedding** (:mod:`._embedding_phase`; requests pass through it whenever
+  the index has an embedder, of any kind) applies the query-embedding stage,
+  micro-batched across requests.
 * **speculation** workers (:mod:`._speculation`) apply the other speculative
   stages for the raw query, ahead of and concurrently with earlier requests.
 * **commit** (:mod:`._commit`) is one task that walks each request's whole

@@ -1,10 +1,10 @@
 """The embedding phase: the query-embedding stage of concurrent requests, micro-batched.
 
-Only an engine whose queries are embedded ahead (a coroutine or batch
-embedder, ``state.query_embedder``) has this phase.  While an embedder call
-is in flight, newly arriving requests gather for up to ``embed_batch_window``
-seconds into one call of at most ``embed_batch_size`` texts; an idle embedder
-serves a lone request at once (no added latency).
+Requests pass through this phase whenever the engine embeds queries ahead
+(``state.query_embedder``: any embedder; a plain one runs in a thread hop).
+While an embedder call is in flight, newly arriving requests gather for up to
+``embed_batch_window`` seconds into one call of at most ``embed_batch_size``
+texts; an idle embedder serves a lone request at once (no added latency).
 
 Each call is shared by its requests through an :class:`~._requests.EmbedCall`,
 cancelled as soon as one of them is abandoned: a call that has not returned
