@@ -23,12 +23,7 @@ from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.index import CorpusIndex, VectorDType, unit_rows
 from zerda_async.core.index.chunks import chunk_text
 from zerda_async.core.index.vector_index import Matrix
-from zerda_async.core.retrieval import (
-    HybridRetriever,
-    KeywordRetriever,
-    MetadataRetriever,
-    VectorRetriever,
-)
+from zerda_async.core.retrieval import IndexRetriever, IndexSearches, VectorRetriever
 from zerda_async.embedders._embedder import Embedder, check_embeddings, check_query_vector
 from zerda_async.errors import EmbeddingError, IndexStateError
 from zerda_async.runtime import run_in_thread
@@ -58,32 +53,28 @@ class LiveIndex:
             return None
         return embedder.embed_fn
 
-    def retriever(self, config: ContextEngineConfig) -> HybridRetriever:
-        """A hybrid retriever over this snapshot (cheap: it only wraps the arrays)."""
+    def retriever(self, config: ContextEngineConfig) -> IndexRetriever:
+        """The retriever over this snapshot (cheap: it only wraps the arrays).
+
+        It searches the snapshot as the memory index store and the local copy
+        do (:class:`~zerda_async.core.retrieval.IndexSearches`) and fuses the
+        hits as an engine on an index store does.
+        """
         corpus = self.corpus
-        vectors = corpus.vectors
-        if self.adapter is not None or vectors is None or self.embedder is None:
-            # An external store, or no way to embed queries: the documented
-            # fallbacks (adapter search, or no vector results).
-            vec_ret = VectorRetriever(config, vector_store_adapter=self.adapter)
-        else:
+        adapter_retriever = None
+        if self.adapter is not None:
+            # An external store answers the vector list (the documented adapter search).
+            adapter_retriever = VectorRetriever(config, vector_store_adapter=self.adapter)
+        return IndexRetriever(
+            config,
+            IndexSearches(corpus),
+            # Without a way to embed queries there are no vector results (documented).
+            vectors=corpus.vectors is not None and self.embedder is not None,
+            embed_fn=self.query_embed_fn,
             # Reliability: query vectors with NaN or the wrong dimension raise
             # EmbeddingError (RELIABILITY.md) instead of a numpy error or NaN scores.
-            vec_ret = VectorRetriever.over(
-                config,
-                corpus.chunks,
-                vectors,
-                self.query_embed_fn,
-                query_check=check_query_vector,
-                metadata=corpus.metadata,
-            )
-        return HybridRetriever(
-            config=config,
-            vector_retriever=vec_ret,
-            keyword_retriever=KeywordRetriever.over(
-                config, corpus.chunks, corpus.keyword, metadata=corpus.metadata
-            ),
-            metadata_retriever=MetadataRetriever.over(config, corpus.chunks, corpus.metadata),
+            query_check=check_query_vector,
+            vector_retriever=adapter_retriever,
         )
 
     async def added(self, chunks: Sequence[Any], limiter: anyio.CapacityLimiter) -> LiveIndex:

@@ -5,8 +5,10 @@ corresponding store; without it the stage keeps its sync ``apply`` (today's
 in-process behaviour).  They run inside the walk, so within a replica they run
 in submission order like every shared-state stage:
 
-* retrieval searches the index store (vector, keyword and metadata lists)
-  and fuses them with the in-memory fusion code, so a store returning the
+* retrieval awaits the index store's searches (vector, keyword and metadata
+  hits, and the query's term weights when the fusion measures coverage) and
+  fuses them with the in-memory engine's own code
+  (:func:`~zerda_async.core.retrieval.fuse_found`), so a store returning the
   in-memory index's hits gives the in-memory contexts;
 * the cache is keyed by the index store's corpus version, polled at most
   every ``Stores.version_poll`` seconds (read again on a miss); of several
@@ -30,9 +32,9 @@ from typing import Any
 import anyio
 import msgspec
 
-from zerda_async.core.filter_language import matches, parse_filters
+from zerda_async.core.index.analysis import analyzer_for
 from zerda_async.core.models import Composition, ConversationHistory, RetrievalMethod, ScoredChunk
-from zerda_async.core.retrieval import HybridRetriever
+from zerda_async.core.retrieval import Found, fuse_found, method_list, plan_search
 from zerda_async.errors import ConfigError, StoreUnavailableError
 from zerda_async.pipeline._job import Job, options_cache_suffix
 from zerda_async.pipeline._state import EngineState
@@ -59,93 +61,73 @@ store costs one timeout per second rather than one per request and per operation
 _LEARNING_REFRESH_SECONDS = 1.0
 
 
-class _Fixed:
-    """A retriever answering with a list already fetched from the index store."""
-
-    def __init__(self, found: list[ScoredChunk]) -> None:
-        self.found = found
-
-    def retrieve(self, *_args: Any, **_kwargs: Any) -> list[ScoredChunk]:
-        return self.found
-
-
 async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
-    """The hybrid candidates of ``job`` from the index store (in-memory scores and fusion)."""
+    """The hybrid candidates of ``job`` from the index store (the in-memory engine's fusion)."""
     store = state.stores.index
     assert store is not None
     cfg = state.config.retriever
-    k = job.options.max_chunks or cfg.top_k
     query = job.effective_query
+    plan = plan_search(
+        cfg, query, job.options.max_chunks, job.options.metadata_filters, job.options.filters
+    )
+    k = plan.k
     # The run's restricting filters are pushed into every search of the store.
     where = job.options.filters or None
-    found: dict[str, list[Any]] = {"vector": [], "keyword": []}
+    calls: dict[str, Any] = {}
+    if plan.vector and job.query_vector is not None:
+        calls["vector"] = lambda: store.vector_search(job.query_vector, k, where)
+    if plan.keyword:
+        calls["keyword"] = lambda: store.keyword_search(query, k, where)
+    if plan.pairs:
+        search = getattr(store, "metadata_search", None)
+        if search is None:
+            raise ConfigError(
+                f"{type(store).__name__} has no metadata search: disable use_metadata"
+            )
+        calls["metadata"] = lambda: search(plan.pairs, k, where)
+    weigh = getattr(store, "term_weights", None)
+    if plan.coverage and weigh is not None:
+        calls["terms"] = lambda: weigh(query)
+    found = await _all(calls)
+    lists = Found(
+        vector=_listed(RetrievalMethod.VECTOR, found.get("vector"), cfg.min_vector_score),
+        keyword=_listed(RetrievalMethod.KEYWORD, found.get("keyword")),
+        metadata=_listed(RetrievalMethod.METADATA, found.get("metadata")),
+    )
+    terms = found.get("terms")
+    return fuse_found(
+        plan,
+        cfg,
+        lists,
+        None if terms is None else lambda: terms,
+        analyzer_for(cfg.text_analyzer),
+        state.term_memo,
+    )
+
+
+def _listed(
+    method: RetrievalMethod, hits: list[Any] | None, min_vector_score: float = 0.0
+) -> list[ScoredChunk] | None:
+    return None if hits is None else method_list(method, hits, min_vector_score)
+
+
+async def _all(calls: dict[str, Any]) -> dict[str, Any]:
+    """Each call's result by name; the store's round trips are independent: run them at once."""
+    found: dict[str, Any] = {}
     failures: list[Exception] = []
 
-    async def search(method: str, call: Any) -> None:
+    async def one(name: str) -> None:
         try:
-            found[method] = await call
+            found[name] = await calls[name]()
         except Exception as exc:
             failures.append(exc)  # raised as itself below, not in an exception group
 
-    # The two searches are independent round trips to the store: run them at once.
     async with anyio.create_task_group() as tg:
-        if cfg.use_vector and job.query_vector is not None:
-            tg.start_soon(search, "vector", store.vector_search(job.query_vector, k, where))
-        if cfg.use_keyword:
-            tg.start_soon(search, "keyword", store.keyword_search(query, k, where))
+        for name in calls:
+            tg.start_soon(one, name)
     if failures:
         raise failures[0]
-    kept = [h for h in found["vector"] if not h.score < cfg.min_vector_score]
-    vector = _scored(kept, RetrievalMethod.VECTOR, [h.score for h in kept])
-    keyword: list[ScoredChunk] = []
-    if hits := found["keyword"]:
-        # Normalised by the best score, as the in-memory keyword retriever does.
-        best = hits[0].score
-        keyword = _scored(hits, RetrievalMethod.KEYWORD, [h.score / best for h in hits])
-    metadata: list[ScoredChunk] = []
-    pairs = {**cfg.metadata_filters, **(job.options.metadata_filters or {})}
-    if cfg.use_metadata and pairs:
-        hits = await _metadata_hits(store, pairs, k, where)
-        metadata = _scored(hits, RetrievalMethod.METADATA, [h.score for h in hits])
-    fusion = HybridRetriever(
-        state.config,
-        vector_retriever=_Fixed(vector),
-        keyword_retriever=_Fixed(keyword),
-        metadata_retriever=_Fixed(metadata),
-    )
-    return fusion.retrieve(query, k, job.options.metadata_filters)
-
-
-_SCORE_FIELD = {
-    RetrievalMethod.VECTOR: "vector_score",
-    RetrievalMethod.KEYWORD: "keyword_score",
-    RetrievalMethod.METADATA: "metadata_score",
-}
-
-
-def _scored(hits: list[Any], method: RetrievalMethod, scores: list[float]) -> list[ScoredChunk]:
-    """One method's candidate list, shaped as that method's in-memory retriever returns it."""
-    field = _SCORE_FIELD[method]
-    found = []
-    for rank, (h, score) in enumerate(zip(hits, scores, strict=True)):
-        sc = ScoredChunk(chunk=h.chunk, retrieval_method=method, retrieval_rank=rank)
-        setattr(sc, field, score)
-        found.append(sc)
     return found
-
-
-async def _metadata_hits(
-    store: Any, pairs: dict[str, Any], k: int, where: dict[str, Any] | None
-) -> list[Any]:
-    search = getattr(store, "metadata_search", None)
-    if search is None:
-        raise ConfigError(f"{type(store).__name__} has no metadata search: disable use_metadata")
-    hits: list[Any] = await search(pairs, k)
-    if where:
-        # The store's metadata search takes no restriction: apply it here.
-        conditions = parse_filters(where)
-        hits = [h for h in hits if matches(h.chunk.metadata, conditions)]
-    return hits
 
 
 async def _guarded(state: EngineState, store: Any, operation: Any) -> Any:

@@ -21,6 +21,7 @@ from zerda_async.core.config import ContextEngineConfig, LengthCounter
 from zerda_async.core.counters import char_counter
 from zerda_async.core.filtering import ChunkFilter
 from zerda_async.core.guard import ContextGuard
+from zerda_async.core.index.analysis import TermMemo
 from zerda_async.core.models import ConversationHistory, SourceQuality
 from zerda_async.core.query_analyzer import build_query_analyzer
 from zerda_async.core.ranking import CompositeRanker
@@ -99,6 +100,8 @@ class EngineState:
         self.learning_read_at = float("-inf")
         # Stores that failed to answer (by id): until when requests skip them, and why.
         self.stores_down: dict[int, tuple[float, Exception]] = {}
+        # The analysed texts of chunks an index store returned (query coverage), by hash.
+        self.term_memo = TermMemo()
 
     def _install_components(self, given: Components) -> None:
         """The injected components, and the documented default for each one missing."""

@@ -1,8 +1,9 @@
 """In-process stores: today's single-process behaviour behind the store protocols.
 
 :class:`MemoryIndexStore` is a :class:`~zerda_async.core.index.CorpusIndex`
-behind the :class:`IndexStore` protocol; searches give the same scores and
-tie order as the in-memory retrievers (they use the same index code).  The
+behind the :class:`IndexStore` protocol; it searches with the in-process
+engine's own code (:class:`~zerda_async.core.retrieval.IndexSearches`), so
+its hits are that engine's, evidence included.  The
 others are plain dictionaries guarded by the event loop: every method runs
 without awaiting in between, so each is atomic with respect to other tasks.
 """
@@ -19,10 +20,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..core.index import CorpusIndex, unit_rows
 from ..core.index.chunks import chunk_doc_id
-from ..core.retrieval.tokenize import tokenize
+from ..core.retrieval import Hit, IndexSearches, TermWeights, tokenize
 from ._filters import Filters, parse_filters
-from ._protocols import Hit, LearningSample, StoredTurn
-from ._snapshot_search import keyword_hits, metadata_hits, vector_hits
+from ._protocols import LearningSample, StoredTurn
 
 __all__ = [
     "LEARNING_WINDOW",
@@ -48,6 +48,7 @@ class MemoryIndexStore:
 
     def __init__(self, index: CorpusIndex | None = None) -> None:
         self.index = index if index is not None else CorpusIndex.build([])
+        self._searched: IndexSearches | None = None
 
     def _rows(self, chunks: Sequence[Any], vectors: ArrayLike | None) -> NDArray[Any] | None:
         if vectors is None:
@@ -88,19 +89,41 @@ class MemoryIndexStore:
         """Live chunks."""
         return self.index.n_live
 
+    def _searches(self) -> IndexSearches:
+        """The searches over the current snapshot (made again after a write)."""
+        searches = self._searched
+        if searches is None or searches.index is not self.index:
+            searches = self._searched = IndexSearches(self.index)
+        return searches
+
     async def vector_search(
         self, query_vector: ArrayLike, k: int, filters: Filters | None = None
     ) -> list[Hit]:
         """Top ``k`` by cosine (rounded to 12 decimals), ties by position."""
-        return vector_hits(self.index, None, query_vector, k, parse_filters(filters))
+        conditions = parse_filters(filters)
+        if k <= 0 or self.index.vectors is None:
+            return []
+        return self._searches().vector(query_vector, k, conditions)
 
     async def keyword_search(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
-        """Top ``k`` by BM25 (positive scores only), ties by position."""
-        return keyword_hits(self.index, None, query, k, parse_filters(filters))
+        """Top ``k`` by BM25 (positive scores only), ties by position, with their coverage."""
+        conditions = parse_filters(filters)
+        if k <= 0:
+            return []
+        return self._searches().keyword(query, k, conditions)
 
-    async def metadata_search(self, pairs: Mapping[str, Any], k: int) -> list[Hit]:
+    async def metadata_search(
+        self, pairs: Mapping[str, Any], k: int, filters: Filters | None = None
+    ) -> list[Hit]:
         """Chunks whose metadata equals at least one pair, by the fraction of pairs matched."""
-        return metadata_hits(self.index, None, pairs, k)
+        conditions = parse_filters(filters)
+        if k <= 0:
+            return []
+        return self._searches().metadata(pairs, k, conditions)
+
+    async def term_weights(self, query: str) -> TermWeights:
+        """``query``'s distinct analysed terms with their idf over the live chunks."""
+        return self._searches().term_weights(query)
 
     def doc_ids(self) -> list[Any]:
         """Each live chunk's doc id in corpus order (for tests and tools)."""

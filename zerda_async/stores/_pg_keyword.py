@@ -82,7 +82,7 @@ async def keyword_rows(
     limiter: anyio.CapacityLimiter,
     cache: WeightCache,
 ) -> list[Any]:
-    """``(pos, doc_id, text, metadata, score)`` of the top ``k``.
+    """``(pos, doc_id, text, metadata, score, coverage)`` of the top ``k``.
 
     The statistics and the blocks of the terms not in ``cache`` come from one
     statement (one snapshot), the rows of the best after; when a write
@@ -90,20 +90,45 @@ async def keyword_rows(
     result is that of one version unless writes commit during each of
     :data:`~._pg_rows.ATTEMPTS` scorings (the last takes the rows as read).
     The scoring runs in a worker thread (``limiter``: how many at once).
+    ``coverage`` is each hit's query coverage, computed as the in-memory
+    index's :meth:`~zerda_async.core.index.KeywordIndex.coverage` does.
     """
     rows: list[Any] | None = None
     for attempt in range(ATTEMPTS):
         scored = await _scored(conn, prefix, terms, limiter, cache)
         if scored is None:
             return []
-        version, hits, values = scored
+        version, hits, values, held = scored
         # The last attempt takes the rows as they are, whatever commits meanwhile.
         check = version if attempt < ATTEMPTS - 1 else None
         rows = await best_rows(conn, prefix, hits, values, k, where, params, check)
         if rows is not None:
             break
     assert rows is not None
-    return rows
+    positions = np.array([int(r[0]) for r in rows], dtype=np.int64)
+    shares = _coverage(held, positions).tolist()
+    return [(*row, share) for row, share in zip(rows, shares, strict=True)]
+
+
+def _coverage(
+    held: list[tuple[float, NDArray[np.int64] | None]], positions: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """Per position, the idf-weighted share of the query terms it holds.
+
+    ``held`` is each distinct query term's idf and positions (``None``: no
+    chunk holds it), in query order; the sums run in that order, as
+    :meth:`~zerda_async.core.index.KeywordIndex.coverage` runs them, so the
+    values are the in-memory index's.
+    """
+    found = np.zeros(positions.shape[0], dtype=np.float64)
+    total = 0.0
+    for weight, docs in held:
+        total += weight
+        if docs is None or docs.shape[0] == 0 or positions.shape[0] == 0:
+            continue
+        at = np.minimum(np.searchsorted(docs, positions), docs.shape[0] - 1)
+        found[docs[at] == positions] += weight
+    return found / total if total > 0 else found
 
 
 async def _scored(
@@ -112,8 +137,12 @@ async def _scored(
     terms: list[str],
     limiter: anyio.CapacityLimiter,
     cache: WeightCache,
-) -> tuple[int, NDArray[np.intp], NDArray[np.float64]] | None:
-    """(version, positions with a positive score, their scores), or None when none can score."""
+) -> (
+    tuple[int, NDArray[np.intp], NDArray[np.float64], list[tuple[float, NDArray[np.int64] | None]]]
+    | None
+):
+    """(version, positions with a positive score, their scores, each term's idf and
+    positions), or None when none can score."""
     p = prefix
     # Taken once: another search may replace the cache while this one awaits.
     at, entries = cache.version, cache.entries
@@ -145,7 +174,11 @@ async def _scored(
         _scores, plan, n_docs, total / n_docs, n_positions, limiter=limiter
     )
     cache.put(version, fresh)
-    return version, hits, values
+    weights = {**cached, **fresh}
+    held_by = [
+        (bm25_idf(n_docs, df.get(t, 0)), weights[t][0] if t in weights else None) for t in terms
+    ]
+    return version, hits, values, held_by
 
 
 def _scores(

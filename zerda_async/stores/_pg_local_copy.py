@@ -4,9 +4,9 @@ With ``search="local"`` a :class:`~._postgres_index.PostgresIndexStore` loads
 every live chunk (doc id, text, metadata, float64 unit vector) into an
 in-memory :class:`~zerda_async.core.index.CorpusIndex` when it opens, and
 answers the vector, keyword and metadata searches from it with the in-memory
-index's own code (:mod:`._snapshot_search`): the scores, ties and filters are
-those of the in-memory engine by construction, and a search costs PostgreSQL
-nothing.
+index's own code (:class:`~zerda_async.core.retrieval.IndexSearches`): the
+scores, ties, filters and evidence are those of the in-memory engine by
+construction, and a search costs PostgreSQL nothing.
 
 PostgreSQL stays the source of truth.  The copy checks the corpus version at
 most every ``poll`` seconds (one primary-key read; the searches in between
@@ -42,6 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..core.index import CorpusIndex
+from ..core.retrieval import IndexSearches
 from ..errors import StoreUnavailableError
 from ._pg_common import PgPool
 from ._pg_writes import REMOVED_KEPT_VERSIONS
@@ -63,6 +64,7 @@ class Copy:
     end: int  # positions below this were loaded
     positions: NDArray[np.int64]  # store position of each index position, ascending
     index: CorpusIndex
+    searches: IndexSearches  # over index, naming store positions
 
 
 class LocalCopy:
@@ -216,4 +218,4 @@ def _merged(
         else:
             index = index.appended(chunks, units)
             positions = np.concatenate((positions, new_positions))
-    return Copy(version, end, positions, index)
+    return Copy(version, end, positions, index, IndexSearches(index, positions))

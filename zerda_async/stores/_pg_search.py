@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVarTuple, Unpack
+from typing import Any, TypeVar, TypeVarTuple, Unpack
 
 import anyio
 import numpy as np
@@ -17,20 +17,21 @@ import psycopg
 from numpy.typing import ArrayLike, NDArray
 from psycopg.types.json import Jsonb
 
-from ..core.index import COSINE_DECIMALS, CorpusIndex
+from ..core.index import COSINE_DECIMALS, bm25_idf
 from ..core.index.analysis import analyzer_for
+from ..core.retrieval import Hit, IndexSearches, TermWeights
 from ..runtime import OFFLOAD_MIN_CORPUS, OffloadPolicy, run_placed
 from ._filters import Filters, parse_filters
 from ._pg_common import PgPool
 from ._pg_keyword import WeightCache, keyword_rows
 from ._pg_local_copy import LocalCopy
 from ._pg_sql import compile_filters
-from ._protocols import Hit, StoredChunk
-from ._snapshot_search import keyword_hits, metadata_hits, vector_hits
+from ._protocols import StoredChunk
 
 __all__ = ["PostgresSearches"]
 
 _Ts = TypeVarTuple("_Ts")
+_R = TypeVar("_R")
 
 _CPU_THREADS = 4
 """Searches of one store scoring in worker threads at once (numpy releases the GIL)."""
@@ -60,11 +61,11 @@ class PostgresSearches:
     async def _in_copy(
         self,
         kind: str,
-        search: Callable[[CorpusIndex, NDArray[np.int64], Unpack[_Ts]], list[Hit]],
+        search: Callable[[IndexSearches, Unpack[_Ts]], _R],
         *args: *_Ts,
-    ) -> list[Hit]:
-        """``search(index, positions, *args)`` over the local copy as it is now, inline or in
-        a worker thread by its cost.
+    ) -> _R:
+        """``search(searches, *args)`` over the local copy as it is now, inline or in a
+        worker thread by its cost.
 
         The in-memory engine's rule (:class:`~zerda_async.runtime.OffloadPolicy`):
         a search that costs less than two GIL switch intervals runs on the loop.
@@ -79,9 +80,7 @@ class PostgresSearches:
         if policy is None:
             policy = self._placements[kind] = OffloadPolicy(None, OFFLOAD_MIN_CORPUS)
         size = copy.index.n_positions
-        return await run_placed(
-            policy, size, search, copy.index, copy.positions, *args, limiter=self._cpu()
-        )
+        return await run_placed(policy, size, search, copy.searches, *args, limiter=self._cpu())
 
     async def vector_search(
         self, query_vector: ArrayLike, k: int, filters: Filters | None = None
@@ -92,7 +91,7 @@ class PostgresSearches:
         if k <= 0:
             return []
         if self._local is not None:
-            return await self._in_copy("vector", vector_hits, query, k, conditions)
+            return await self._in_copy("vector", IndexSearches.vector, query, k, conditions)
         norm = float(np.linalg.norm(query))
         p = self.prefix
         where, params = compile_filters(conditions, "metadata")
@@ -134,21 +133,26 @@ class PostgresSearches:
             cur = await conn.execute(sql, params)
             return await cur.fetchall()
 
-    async def metadata_search(self, pairs: Mapping[str, Any], k: int) -> list[Hit]:
+    async def metadata_search(
+        self, pairs: Mapping[str, Any], k: int, filters: Filters | None = None
+    ) -> list[Hit]:
         """Chunks whose metadata equals at least one pair, best first, ties by position.
 
         The score is the fraction of pairs matched, as the in-memory metadata
         retriever computes it; equality is JSON equality (``1 == 1.0``, but
         ``true`` is not ``1`` as it is in Python), except over a local copy,
         which matches as the in-memory retriever does (Python's equality).
+        ``filters`` restrict the candidates before the cut.
         """
+        conditions = parse_filters(filters)
         items = list(pairs.items())
         if not items or k <= 0:
             return []
         if self._local is not None:
             # The in-memory metadata retriever's equality here (Python's: True == 1).
-            return await self._in_copy("metadata", metadata_hits, pairs, k)
-        params: dict[str, Any] = {"k": k}
+            return await self._in_copy("metadata", IndexSearches.metadata, pairs, k, conditions)
+        where, params = compile_filters(conditions, "metadata")
+        params["k"] = k
         tests = []
         for i, (key, value) in enumerate(items):
             params[f"mk{i}"], params[f"mv{i}"] = str(key), Jsonb(value)
@@ -157,12 +161,34 @@ class PostgresSearches:
         async with self._pg.connection() as conn:
             cur = await conn.execute(
                 f"SELECT pos, doc_id, text, metadata, m FROM (SELECT pos, doc_id, text, metadata,"
-                f" {' + '.join(tests)} AS m FROM {p}chunks) s WHERE m > 0"
+                f" {' + '.join(tests)} AS m FROM {p}chunks WHERE {where}) s WHERE m > 0"
                 f" ORDER BY m DESC, pos LIMIT %(k)s",
                 params,
             )
             rows = await cur.fetchall()
         return [_hit(r[:4], int(r[4]) / len(items)) for r in rows]
+
+    async def term_weights(self, query: str) -> TermWeights:
+        """``query``'s distinct analysed terms with their BM25 idf over the live chunks.
+
+        What measures the query coverage of chunks no keyword search found.
+        """
+        if self._local is not None:
+            return await self._in_copy("terms", IndexSearches.term_weights, query)
+        terms = list(dict.fromkeys(analyzer_for(self.analyzer).tokenize(query)))
+        if not terms:
+            return []
+        p = self.prefix
+        async with self._pg.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT c.n_live, t.term, t.df FROM {p}corpus c"
+                f" LEFT JOIN {p}terms t ON t.term = ANY(%s) AND t.df > 0",
+                (terms,),
+            )
+            rows = await cur.fetchall()
+        n_live = int(rows[0][0])
+        df = {str(r[1]): int(r[2]) for r in rows if r[1] is not None}
+        return [(term, bm25_idf(n_live, df.get(term, 0))) for term in terms]
 
     async def keyword_search(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
         """Top ``k`` by BM25 with the in-memory formula, ties by corpus position."""
@@ -170,7 +196,7 @@ class PostgresSearches:
         if k <= 0:
             return []
         if self._local is not None:
-            return await self._in_copy("keyword", keyword_hits, query, k, conditions)
+            return await self._in_copy("keyword", IndexSearches.keyword, query, k, conditions)
         terms = list(dict.fromkeys(analyzer_for(self.analyzer).tokenize(query)))
         where, params = compile_filters(conditions, "c.metadata")
         if not terms:
@@ -181,7 +207,7 @@ class PostgresSearches:
             rows = await keyword_rows(
                 conn, self.prefix, terms, k, where, params, self._cpu(), self._weights
             )
-        return [_hit(r[:4], float(r[4])) for r in rows]
+        return [_hit(r[:4], float(r[4]), float(r[5])) for r in rows]
 
 
 # The exact scan returns this many chunks beyond k, so the margin rarely needs more.
@@ -256,9 +282,10 @@ def _margin(dim: int) -> float:
     return 4.0 * (dim + 2) * 2.0**-24 + 1e-12
 
 
-def _hit(row: Sequence[Any], score: float) -> Hit:
+def _hit(row: Sequence[Any], score: float, coverage: float = -1.0) -> Hit:
     pos, doc_id, text, metadata = row[0], row[1], row[2], row[3]
-    return Hit(position=int(pos), chunk=StoredChunk(str(doc_id), text, metadata), score=score)
+    chunk = StoredChunk(str(doc_id), text, metadata)
+    return Hit(position=int(pos), chunk=chunk, score=score, coverage=coverage)
 
 
 def _rescored(rows: Sequence[Any], unit: NDArray[np.float64], k: int) -> list[Hit]:

@@ -9,6 +9,15 @@ after every existing one, ``replace`` removes the chunks of the given doc ids
 then appends, so the live chunks keep the order an in-memory
 :class:`~zerda_async.core.index.CorpusIndex` gives them.  Positions are only
 comparable within one store (a PostgreSQL store never reuses one).
+
+Searches return :class:`~zerda_async.core.retrieval.Hit` lists with their
+evidence (score, rank by place, a keyword hit's query coverage); the engine
+fuses them with the in-memory engine's code (:mod:`zerda_async.core.retrieval`).
+Beyond the protocol, the project's index stores answer two more searches an
+engine uses when present: ``metadata_search(pairs, k, filters)`` (boosting
+metadata, ``retriever.use_metadata``) and ``term_weights(query)`` (the
+query's terms with their idf, which measures the coverage of chunks no
+keyword search found, for the fusions that measure every chunk's).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from numpy.typing import ArrayLike
 
+from ..core.retrieval import Hit
 from ._filters import Filters
 
 __all__ = [
@@ -40,19 +50,6 @@ class StoredChunk:
     doc_id: str
     text: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One search result: the chunk, its corpus position and its raw score.
-
-    Vector scores are cosines rounded to 12 decimals; keyword scores are raw
-    BM25 (the retriever divides by the best one).
-    """
-
-    position: int
-    chunk: Any
-    score: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +108,10 @@ class IndexStore(Protocol):
         ...
 
     async def keyword_search(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
-        """Top ``k`` live chunks by BM25 of ``query``'s tokens (score > 0), ties by position."""
+        """Top ``k`` live chunks by BM25 of ``query``'s tokens (score > 0), ties by position.
+
+        Each hit carries its query coverage (``Hit.coverage``).
+        """
         ...
 
     async def aclose(self) -> None:

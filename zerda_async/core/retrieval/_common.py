@@ -52,11 +52,16 @@ class HashMemo:
 
     def scored(self, position: int, **scores: Any) -> ScoredChunk:
         """A new ``ScoredChunk`` for the chunk at ``position`` with ``scores`` set."""
+        return ScoredChunk(
+            chunk=self._chunks[position], _content_hash=self.digest(position), **scores
+        )
+
+    def digest(self, position: int) -> str:
+        """The content hash of the chunk at ``position`` (computed on first use)."""
         digest = self._hashes.get(position)
-        chunk = self._chunks[position]
         if digest is None:
-            digest = self._hashes[position] = content_hash(chunk_text(chunk))
-        return ScoredChunk(chunk=chunk, _content_hash=digest, **scores)
+            digest = self._hashes[position] = content_hash(chunk_text(self._chunks[position]))
+        return digest
 
 
 class MetadataMasks:

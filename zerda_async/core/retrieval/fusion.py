@@ -1,37 +1,88 @@
-"""Weighted Reciprocal Rank Fusion of the retrievers' own candidate lists.
+"""The one fusion: each method's own candidate list in, one fused list out.
 
-Each method ranks its own candidates; a chunk at 1-based rank ``r`` in the list
-of a method with weight ``w`` earns ``w / (k + r)``, summed over the methods
-that found it (chunks are matched by content hash; a repeat within one list
-counts once, at its first rank).  Scores of different methods are never
-compared, so a chunk found by one method only is not penalised by a zero from
-the other.  Every fused chunk keeps the evidence: ``fused_score``, each
-method's score (``vector_score`` ...) and 1-based rank (``vector_rank`` ...,
-0 when that method did not find it).  Ties keep first-seen order (vector
-list, then keyword, then metadata).
+Every retrieval path ends here — the sync facade's :class:`~.hybrid.HybridRetriever`,
+the async engine's in-memory index and every index store — so a placement
+cannot fuse differently.  Input: the *method lists*, ``(method, chunks)``
+pairs in the order vector, keyword, metadata, each list best first, each
+chunk carrying its method's score (and, from the keyword list, its
+``query_coverage``).  Chunks are matched by content hash; a repeat within
+one list counts once, at its first place (ranks still count every place).
+
+``retriever.fusion`` picks the mode, one function each, all taking the same
+lists (a new mode is one more function and one more line in :func:`fuse`):
+
+* ``"documented"`` (:func:`fuse_documented`): the weighted sum of the method
+  scores; a chunk found by two or more methods also earns ``1 / (60 + r)``
+  per list (1-based rank ``r``) and is marked ``HYBRID``.  Its float
+  arithmetic order is the documented package's, which golden cases compare
+  exactly.
+* ``"rrf"`` (:func:`fuse_rrf`): weighted Reciprocal Rank Fusion: a chunk at
+  rank ``r`` of a method with weight ``w`` earns ``w / (k + r)``, summed over
+  the methods that found it.  Scores of different methods are never
+  compared, so a chunk found by one method only is not penalised by a zero
+  from the other.  Every fused chunk keeps the evidence: ``fused_score``,
+  each method's score and 1-based rank (0 when that method did not find it).
+
+Both cut the fused list like ``[:top_k]``, set ``retrieval_rank`` (0-based)
+and ``composite_score`` to the fused position and score, and keep first-seen
+order among ties.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
+from ...errors import ConfigError
+from ..config import RetrieverConfig
 from ..models import RetrievalMethod, ScoredChunk
 
-__all__ = ["first_places", "fuse_rrf"]
+__all__ = [
+    "RRF_K",
+    "MethodList",
+    "first_places",
+    "fuse",
+    "fuse_documented",
+    "fuse_rrf",
+    "measures_coverage",
+    "method_weights",
+]
+
+RRF_K = 60
+"""Reciprocal Rank Fusion constant: a chunk at 1-based rank r adds ``1 / (RRF_K + r)``."""
+
+MethodList = tuple[RetrievalMethod, Sequence[ScoredChunk]]
+"""One method's candidates, best first, each carrying that method's score."""
 
 
-def _record(target: ScoredChunk, source: ScoredChunk, method: RetrievalMethod, rank: int) -> None:
-    """Copy ``method``'s score and rank from ``source`` onto ``target``."""
-    if method is RetrievalMethod.VECTOR:
-        target.vector_score = source.vector_score
-        target.vector_rank = rank
-    elif method is RetrievalMethod.KEYWORD:
-        target.keyword_score = source.keyword_score
-        target.keyword_rank = rank
-        target.query_coverage = source.query_coverage
-    else:
-        target.metadata_score = source.metadata_score
-        target.metadata_rank = rank
+def fuse(lists: Sequence[MethodList], top_k: int, cfg: RetrieverConfig) -> list[ScoredChunk]:
+    """The ``top_k`` best chunks of ``lists`` by the fusion ``cfg.fusion`` names.
+
+    Raises :class:`~zerda_async.errors.ConfigError` for an unknown mode.
+    """
+    weights = method_weights(cfg)
+    if cfg.fusion == "documented":
+        return fuse_documented(lists, top_k, weights)
+    if cfg.fusion == "rrf":
+        return fuse_rrf(lists, top_k, weights, cfg.rrf_k)
+    raise ConfigError(f"unknown retriever.fusion {cfg.fusion!r}; expected 'documented' or 'rrf'")
+
+
+def measures_coverage(cfg: RetrieverConfig) -> bool:
+    """Whether every fused chunk gets a ``query_coverage`` (each mode but the documented one).
+
+    The documented fusion leaves the field as the keyword list set it, so
+    documented results stay the documented ones.
+    """
+    return cfg.fusion != "documented"
+
+
+def method_weights(cfg: RetrieverConfig) -> dict[RetrievalMethod, float]:
+    """Each method's fusion weight from the configuration."""
+    return {
+        RetrievalMethod.VECTOR: cfg.vector_weight,
+        RetrievalMethod.KEYWORD: cfg.keyword_weight,
+        RetrievalMethod.METADATA: cfg.metadata_weight,
+    }
 
 
 def first_places(results: Sequence[ScoredChunk]) -> Iterator[tuple[int, str, ScoredChunk]]:
@@ -48,18 +99,96 @@ def first_places(results: Sequence[ScoredChunk]) -> Iterator[tuple[int, str, Sco
             yield rank, key, sc
 
 
+class _Merged:
+    """Documented fusion state of one content hash."""
+
+    __slots__ = ("entry", "methods", "rrf")
+
+    def __init__(self, entry: ScoredChunk, rrf: float) -> None:
+        self.entry = entry
+        self.methods = 1
+        self.rrf = rrf
+
+
+def fuse_documented(
+    lists: Sequence[MethodList], top_k: int, weights: Mapping[RetrievalMethod, float]
+) -> list[ScoredChunk]:
+    """The documented fusion: weighted scores, plus ``1/(60+rank)`` for chunks several found.
+
+    The entry kept for a chunk is the first list's object; a later list only
+    copies its method's score onto it.
+    """
+    merged: dict[str, _Merged] = {}
+    for method, results in lists:
+        for rank1, key, sc in first_places(results):
+            bonus = 1 / (RRF_K + rank1)
+            state = merged.get(key)
+            if state is None:
+                merged[key] = _Merged(sc, bonus)
+                continue
+            _copy_score(state.entry, sc, method)
+            state.methods += 1
+            state.rrf += bonus
+
+    w_vector = weights[RetrievalMethod.VECTOR]
+    w_keyword = weights[RetrievalMethod.KEYWORD]
+    w_metadata = weights[RetrievalMethod.METADATA]
+    scored: list[tuple[float, ScoredChunk]] = []
+    for state in merged.values():
+        entry = state.entry
+        # The documented operation order (golden scores are compared exactly).
+        composite = (
+            w_vector * entry.vector_score
+            + w_keyword * entry.keyword_score
+            + w_metadata * entry.metadata_score
+        )
+        if state.methods > 1:
+            composite = composite + state.rrf
+            entry.retrieval_method = RetrievalMethod.HYBRID
+        scored.append((composite, entry))
+
+    scored.sort(key=lambda pair: pair[0], reverse=True)
+    result: list[ScoredChunk] = []
+    for rank, (composite, entry) in enumerate(scored[:top_k]):
+        entry.retrieval_rank = rank
+        entry.composite_score = composite
+        result.append(entry)
+    return result
+
+
+def _copy_score(target: ScoredChunk, source: ScoredChunk, method: RetrievalMethod) -> None:
+    if method is RetrievalMethod.VECTOR:
+        target.vector_score = source.vector_score
+    elif method is RetrievalMethod.KEYWORD:
+        target.keyword_score = source.keyword_score
+    else:
+        target.metadata_score = source.metadata_score
+
+
+def _record(target: ScoredChunk, source: ScoredChunk, method: RetrievalMethod, rank: int) -> None:
+    """Copy ``method``'s score and rank from ``source`` onto ``target``."""
+    if method is RetrievalMethod.VECTOR:
+        target.vector_score = source.vector_score
+        target.vector_rank = rank
+    elif method is RetrievalMethod.KEYWORD:
+        target.keyword_score = source.keyword_score
+        target.keyword_rank = rank
+        target.query_coverage = source.query_coverage
+    else:
+        target.metadata_score = source.metadata_score
+        target.metadata_rank = rank
+
+
 def fuse_rrf(
-    lists: Sequence[tuple[RetrievalMethod, Sequence[ScoredChunk]]],
+    lists: Sequence[MethodList],
     top_k: int,
     weights: Mapping[RetrievalMethod, float],
-    k: int = 60,
+    k: int = RRF_K,
 ) -> list[ScoredChunk]:
     """The ``top_k`` best chunks of ``lists`` by weighted RRF, best first.
 
-    ``retrieval_rank`` (0-based) and ``composite_score`` (= ``fused_score``) of
-    the returned chunks are their fused position and score; a chunk found by
-    more than one method is marked ``HYBRID``.  ``top_k`` cuts like a slice;
-    ``k`` must be positive.
+    A chunk found by more than one method is marked ``HYBRID``.  ``k`` must be
+    positive (:class:`ValueError` otherwise).
     """
     if k <= 0:
         raise ValueError(f"retriever.rrf_k must be positive, got {k!r}")

@@ -1,12 +1,13 @@
-"""Hybrid retrieval: run the enabled retrievers and fuse their lists.
+"""Hybrid retrieval over retriever objects: run the enabled ones, fuse their lists.
 
-Lists are merged by content hash.  Documented fusion: each merged chunk scores
-the weighted sum of its method scores; a chunk found by two or more methods
-also earns a Reciprocal Rank Fusion bonus and is marked ``HYBRID``.  With
-``retriever.fusion = "rrf"`` the lists are fused by weighted RRF instead
-(:mod:`.fusion`).  The engine later
-recomputes ``composite_score`` in its ranker, so the fused score only decides
-which chunks survive the ``top_k`` cut and their ``retrieval_rank``.
+The documented ``HybridRetriever`` (the sync facade's, and any engine given
+retriever objects): it asks each retriever for its own candidate list and
+hands the lists to the one fusion, :func:`~.fusion.fuse` (the documented
+weighted sum with an RRF bonus, or ``retriever.fusion = "rrf"``); an index
+searched through hits (:mod:`.hits`) is fused by the same function.  The
+engine later recomputes ``composite_score`` in its ranker, so the fused score
+only decides which chunks survive the ``top_k`` cut and their
+``retrieval_rank``.
 
 ``where=`` restricts instead of boosting: the filter language of
 :mod:`zerda_async.core.filter_language`, pushed into each retriever that
@@ -20,12 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
-from ...errors import ConfigError
 from ..config import ContextEngineConfig, RetrieverConfig
 from ..filter_language import Condition, Filters, matches, parse_filters
 from ..models import RetrievalMethod, ScoredChunk
 from ..strategy import HybridRetrieverStrategy
-from .fusion import first_places, fuse_rrf
+from .fusion import RRF_K, MethodList, fuse, measures_coverage
 
 __all__ = [
     "RRF_K",
@@ -34,9 +34,6 @@ __all__ = [
     "QuerySearcher",
     "VectorSearcher",
 ]
-
-RRF_K = 60
-"""Reciprocal Rank Fusion constant: a chunk at 1-based rank r adds ``1 / (RRF_K + r)``."""
 
 
 class QuerySearcher(Protocol):
@@ -57,17 +54,6 @@ class MetadataSearcher(Protocol):
     """A metadata retriever: ``retrieve(filters, top_k)``."""
 
     def retrieve(self, filters: dict[str, Any], top_k: int, /) -> list[ScoredChunk]: ...
-
-
-class _Merged:
-    """Fusion state of one content hash."""
-
-    __slots__ = ("entry", "methods", "rrf")
-
-    def __init__(self, entry: ScoredChunk, method: RetrievalMethod, rrf: float) -> None:
-        self.entry = entry
-        self.methods = [method]
-        self.rrf = rrf
 
 
 class HybridRetriever(HybridRetrieverStrategy):
@@ -117,17 +103,12 @@ class HybridRetriever(HybridRetrieverStrategy):
         cfg = self.cfg
         k = top_k or cfg.top_k
         lists = self._method_lists(query, k, filters, query_vector, parse_filters(where))
-        if cfg.fusion == "rrf":
-            fused = fuse_rrf(lists, k, _weights(cfg), cfg.rrf_k)
+        fused = fuse(lists, k, cfg)
+        if measures_coverage(cfg) and any(sc.query_coverage < 0 for sc in fused):
             annotate = getattr(self.keyword_retriever, "annotate_coverage", None)
-            if annotate is not None and any(sc.query_coverage < 0 for sc in fused):
+            if annotate is not None:
                 annotate(query, fused)
-            return fused
-        if cfg.fusion != "documented":
-            raise ConfigError(
-                f"unknown retriever.fusion {cfg.fusion!r}; expected 'documented' or 'rrf'"
-            )
-        return _fuse_documented(lists, k, cfg)
+        return fused
 
     def _method_lists(
         self,
@@ -136,11 +117,11 @@ class HybridRetriever(HybridRetrieverStrategy):
         filters: Mapping[str, Any] | None,
         query_vector: Any,
         conditions: tuple[Condition, ...],
-    ) -> list[tuple[RetrievalMethod, list[ScoredChunk]]]:
+    ) -> list[MethodList]:
         """Each enabled method's own candidate list, in the documented order."""
         cfg = self.cfg
         eff_filters = {**cfg.metadata_filters, **(filters or {})}
-        lists: list[tuple[RetrievalMethod, list[ScoredChunk]]] = []
+        lists: list[MethodList] = []
         if cfg.use_vector and self.vector_retriever is not None:
             vec_kwargs: dict[str, Any] = {}
             if query_vector is not None:
@@ -154,44 +135,6 @@ class HybridRetriever(HybridRetrieverStrategy):
             found = _search(self.metadata_retriever, conditions, eff_filters, k)
             lists.append((RetrievalMethod.METADATA, found))
         return lists
-
-
-def _fuse_documented(
-    lists: list[tuple[RetrievalMethod, list[ScoredChunk]]], k: int, cfg: RetrieverConfig
-) -> list[ScoredChunk]:
-    """The documented fusion: weighted scores, plus 1/(60+rank) for chunks several methods found."""
-    merged: dict[str, _Merged] = {}
-    for method, results in lists:
-        for rank1, key, sc in first_places(results):
-            bonus = 1 / (RRF_K + rank1)
-            state = merged.get(key)
-            if state is None:
-                merged[key] = _Merged(sc, method, bonus)
-                continue
-            _copy_score(state.entry, sc, method)
-            state.methods.append(method)
-            state.rrf += bonus
-
-    scored: list[tuple[float, ScoredChunk]] = []
-    for state in merged.values():
-        entry = state.entry
-        composite = (
-            cfg.vector_weight * entry.vector_score
-            + cfg.keyword_weight * entry.keyword_score
-            + cfg.metadata_weight * entry.metadata_score
-        )
-        if len(state.methods) > 1:
-            composite = composite + state.rrf
-            entry.retrieval_method = RetrievalMethod.HYBRID
-        scored.append((composite, entry))
-
-    scored.sort(key=lambda pair: pair[0], reverse=True)
-    result: list[ScoredChunk] = []
-    for rank, (composite, entry) in enumerate(scored[:k]):
-        entry.retrieval_rank = rank
-        entry.composite_score = composite
-        result.append(entry)
-    return result
 
 
 def _search(
@@ -208,20 +151,3 @@ def _search(
         return cast(list[ScoredChunk], retriever.retrieve(first, k, where=conditions, **kwargs))
     found = retriever.retrieve(first, k, **kwargs)
     return [sc for sc in found if matches(sc.metadata, conditions)]
-
-
-def _weights(cfg: RetrieverConfig) -> dict[RetrievalMethod, float]:
-    return {
-        RetrievalMethod.VECTOR: cfg.vector_weight,
-        RetrievalMethod.KEYWORD: cfg.keyword_weight,
-        RetrievalMethod.METADATA: cfg.metadata_weight,
-    }
-
-
-def _copy_score(target: ScoredChunk, source: ScoredChunk, method: RetrievalMethod) -> None:
-    if method is RetrievalMethod.VECTOR:
-        target.vector_score = source.vector_score
-    elif method is RetrievalMethod.KEYWORD:
-        target.keyword_score = source.keyword_score
-    else:
-        target.metadata_score = source.metadata_score

@@ -18,6 +18,7 @@ from ..index.keyword_index import BM25_B, BM25_K1, KeywordIndex
 from ..models import RetrievalMethod, ScoredChunk
 from ._base import IndexedRetriever
 from ._common import chunk_text, stable_top
+from .coverage import annotate_coverage
 
 __all__ = ["BM25_B", "BM25_K1", "KeywordRetriever"]
 
@@ -91,15 +92,7 @@ class KeywordRetriever(IndexedRetriever[KeywordIndex]):
         and weighted with this index's idf, so the value equals the one a keyword
         hit of the same text gets.
         """
-        missing = [sc for sc in chunks if sc.query_coverage < 0]
-        if not missing:
-            return
         index = self._view.index
-        analyzer = index.analyzer
-        terms = list(dict.fromkeys(analyzer.tokenize(query)))
-        weights = {term: index.idf(term) for term in terms}
-        total = sum(weights.values())
-        for sc in missing:
-            held = self._terms.terms(sc, analyzer)
-            found = sum(w for term, w in weights.items() if term in held)
-            sc.query_coverage = found / total if total > 0 else 0.0
+        terms = dict.fromkeys(index.analyzer.tokenize(query))
+        weights = [(term, index.idf(term)) for term in terms]
+        annotate_coverage(chunks, weights, index.analyzer, self._terms)
