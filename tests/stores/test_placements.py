@@ -1,0 +1,198 @@
+"""The same corpus in four index placements gives the same contexts (a property).
+
+Placements: the in-process engine (``index()``), a saved directory loaded
+back, the PostgreSQL store searched exactly, and the same store with
+``search="local"`` (a copy in the process).  Hypothesis draws small corpora
+over a tiny vocabulary (so BM25 ties and shared hits happen), questions on,
+off and half off the topic (low query coverage), the profile, an embedder or
+none, metadata boosting and restricting filters; every placement must give
+the same context, "nothing relevant" verdict and used chunks with all their
+evidence (each method's score and rank, the fused score, query coverage).
+The store's tables get a fresh prefix per example.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from zerda_async import AsyncContextEngine
+from zerda_async.core.config import ContextEngineConfig
+from zerda_async.embedders import HashingEmbedder
+from zerda_async.stores import PostgresIndexStore, Stores
+
+from .servers import PostgresServer
+
+pytestmark = pytest.mark.anyio
+
+TOPIC = ["nile", "river", "coffee", "cardamom", "palm", "dates", "قهوة", "نخيل", "bm25", "ranking"]
+OFF_TOPIC = ["zebrafish", "quantum", "volcano", "تلسكوب"]
+LANGS = ["ar", "en"]
+YEARS = [2019, 2020, 2021, 2022]
+
+_prefixes = itertools.count()
+
+
+@dataclass
+class Doc:
+    """A plain chunk."""
+
+    doc_id: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Case:
+    """One drawn example: corpus, questions and how the engines are set up."""
+
+    docs: list[Doc]
+    questions: list[str]
+    profile: str
+    embed: bool
+    use_metadata: bool
+    filters: dict[str, Any] | None
+    boost: dict[str, Any] | None
+
+    def config(self) -> ContextEngineConfig:
+        config = (
+            ContextEngineConfig.recommended()
+            if self.profile == "recommended"
+            else ContextEngineConfig()
+        )
+        config.retriever.use_metadata = self.use_metadata
+        config.cache.enabled = False
+        return config
+
+
+def _doc(i: int, words: list[str], lang: str, year: int) -> Doc:
+    return Doc(f"d{i}", " ".join(words), {"lang": lang, "year": year, "source": f"s{i % 3}"})
+
+
+docs_st = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from(TOPIC), min_size=1, max_size=7),
+        st.sampled_from(LANGS),
+        st.sampled_from(YEARS),
+    ),
+    min_size=2,
+    max_size=12,
+).map(lambda rows: [_doc(i, *row) for i, row in enumerate(rows)])
+
+question_st = st.one_of(
+    st.lists(st.sampled_from(TOPIC), min_size=1, max_size=3),  # on topic
+    st.lists(st.sampled_from(OFF_TOPIC), min_size=1, max_size=2),  # off topic
+    st.tuples(  # low coverage: one topic word among off-topic ones
+        st.sampled_from(TOPIC), st.lists(st.sampled_from(OFF_TOPIC), min_size=2, max_size=3)
+    ).map(lambda pair: [pair[0], *pair[1]]),
+).map(" ".join)
+
+filters_st = st.one_of(
+    st.none(),
+    st.sampled_from(LANGS).map(lambda lang: {"lang": lang}),
+    st.sampled_from(YEARS).map(lambda year: {"year": {"$gte": year}}),
+)
+
+case_st = st.builds(
+    Case,
+    docs=docs_st,
+    questions=st.lists(question_st, min_size=2, max_size=4),
+    profile=st.sampled_from(["documented", "recommended"]),
+    embed=st.booleans(),
+    use_metadata=st.booleans(),
+    filters=filters_st,
+    boost=st.one_of(st.none(), st.sampled_from(LANGS).map(lambda lang: {"lang": lang})),
+)
+
+Outcome = tuple[str, bool, list[tuple[Any, ...]]]
+
+
+def _evidence(sc: Any) -> tuple[Any, ...]:
+    """What a used chunk carries: its scores, ranks and coverage from retrieval on."""
+    return (
+        sc.doc_id,
+        sc.composite_score,
+        sc.retrieval_method,
+        sc.vector_score,
+        sc.keyword_score,
+        sc.metadata_score,
+        sc.fused_score,
+        sc.vector_rank,
+        sc.keyword_rank,
+        sc.metadata_rank,
+        sc.query_coverage,
+    )
+
+
+async def _outcomes(engine: AsyncContextEngine, case: Case) -> list[Outcome]:
+    found = []
+    for question in case.questions:
+        for filters in (None, case.filters):
+            result = await engine.run(
+                question,
+                use_history=False,
+                record_turn=False,
+                filters=filters,
+                metadata_filters=case.boost,
+            )
+            chunks = [_evidence(sc) for sc in result.chunks_used]
+            found.append((result.context, result.nothing_relevant, chunks))
+    return found
+
+
+@asynccontextmanager
+async def _placements(
+    case: Case, url: str, directory: Path
+) -> AsyncIterator[dict[str, AsyncContextEngine]]:
+    """The four engines over ``case.docs``, all running."""
+    embedder = HashingEmbedder(dim=32) if case.embed else None
+    embed_kwargs: dict[str, Any] = {}
+    if embedder is not None:
+        embed_kwargs = {"embed_fn": embedder, "batch_embed_fn": embedder.embed_batch}
+    async with AsyncExitStack() as stack:
+        memory = await stack.enter_async_context(AsyncContextEngine(case.config()))
+        await memory.index(case.docs, **embed_kwargs)
+        await memory.save(directory)
+        loaded = await AsyncContextEngine.load(directory, config=case.config(), **embed_kwargs)
+        engines = {"memory": memory, "directory": await stack.enter_async_context(loaded)}
+        prefix = f"pl{next(_prefixes)}_"
+        analyzer = case.config().retriever.text_analyzer
+        exact = await PostgresIndexStore.open(url, prefix=prefix, analyzer=analyzer)
+        stack.push_async_callback(exact.aclose)
+        vectors = None if embedder is None else embedder.embed_batch([d.text for d in case.docs])
+        await exact.add(case.docs, vectors)
+        local = await PostgresIndexStore.open(url, prefix=prefix, analyzer=analyzer, search="local")
+        stack.push_async_callback(local.aclose)
+        for name, store in (("postgres exact", exact), ("postgres local", local)):
+            stores = Stores(index=store, embedder=embedder)
+            engine = AsyncContextEngine(case.config(), stores=stores)
+            engines[name] = await stack.enter_async_context(engine)
+        yield engines
+
+
+# An example costs about a second (two store opens, four engines), so a failure is
+# reported as drawn: shrinking it would take minutes.
+@settings(
+    max_examples=12,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(case=case_st)
+async def test_every_placement_gives_the_same_contexts(
+    postgres: PostgresServer, case: Case
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        async with _placements(case, postgres.url, Path(tmp) / "index") as engines:
+            seen = {name: await _outcomes(engine, case) for name, engine in engines.items()}
+    expected = seen.pop("memory")
+    for name, got in seen.items():
+        assert got == expected, name
