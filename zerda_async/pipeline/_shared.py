@@ -85,7 +85,7 @@ async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
                 f"{type(store).__name__} has no metadata search: disable use_metadata"
             )
         calls["metadata"] = lambda: search(plan.pairs, k, where)
-    weigh = getattr(store, "term_weights", None)
+    weigh = getattr(store, "query_weights", None)
     if plan.coverage and weigh is not None:
         calls["terms"] = lambda: weigh(query)
     found = await _all(calls)

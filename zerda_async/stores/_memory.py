@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..core.index import CorpusIndex, unit_rows
 from ..core.index.chunks import chunk_doc_id
-from ..core.retrieval import Hit, IndexSearches, TermWeights, tokenize
+from ..core.retrieval import Hit, IndexSearches, QueryWeights, tokenize
 from ._filters import Filters, parse_filters
 from ._protocols import LearningSample, StoredTurn
 
@@ -121,9 +121,9 @@ class MemoryIndexStore:
             return []
         return self._searches().metadata(pairs, k, conditions)
 
-    async def term_weights(self, query: str) -> TermWeights:
+    async def query_weights(self, query: str) -> QueryWeights:
         """``query``'s distinct analysed terms with their idf over the live chunks."""
-        return self._searches().term_weights(query)
+        return self._searches().query_weights(query)
 
     def doc_ids(self) -> list[Any]:
         """Each live chunk's doc id in corpus order (for tests and tools)."""

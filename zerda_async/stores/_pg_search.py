@@ -19,7 +19,7 @@ from psycopg.types.json import Jsonb
 
 from ..core.index import COSINE_DECIMALS, bm25_idf
 from ..core.index.analysis import analyzer_for
-from ..core.retrieval import Hit, IndexSearches, TermWeights
+from ..core.retrieval import Hit, IndexSearches, QueryWeights
 from ..runtime import OFFLOAD_MIN_CORPUS, OffloadPolicy, run_placed
 from ._filters import Filters, parse_filters
 from ._pg_common import PgPool
@@ -168,13 +168,13 @@ class PostgresSearches:
             rows = await cur.fetchall()
         return [_hit(r[:4], int(r[4]) / len(items)) for r in rows]
 
-    async def term_weights(self, query: str) -> TermWeights:
+    async def query_weights(self, query: str) -> QueryWeights:
         """``query``'s distinct analysed terms with their BM25 idf over the live chunks.
 
         What measures the query coverage of chunks no keyword search found.
         """
         if self._local is not None:
-            return await self._in_copy("terms", IndexSearches.term_weights, query)
+            return await self._in_copy("query weights", IndexSearches.query_weights, query)
         terms = list(dict.fromkeys(analyzer_for(self.analyzer).tokenize(query)))
         if not terms:
             return []

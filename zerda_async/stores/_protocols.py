@@ -15,7 +15,7 @@ evidence (score, rank by place, a keyword hit's query coverage); the engine
 fuses them with the in-memory engine's code (:mod:`zerda_async.core.retrieval`).
 Beyond the protocol, the project's index stores answer two more searches an
 engine uses when present: ``metadata_search(pairs, k, filters)`` (boosting
-metadata, ``retriever.use_metadata``) and ``term_weights(query)`` (the
+metadata, ``retriever.use_metadata``) and ``query_weights(query)`` (the
 query's terms with their idf, which measures the coverage of chunks no
 keyword search found, for the fusions that measure every chunk's).
 """

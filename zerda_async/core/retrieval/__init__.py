@@ -10,7 +10,7 @@ index — the in-process one searched by :class:`IndexSearches` through
 
 from __future__ import annotations
 
-from .coverage import TermWeights, annotate_coverage
+from .coverage import QueryWeights, annotate_coverage
 from .fusion import (
     RRF_K,
     MethodList,
@@ -42,8 +42,8 @@ __all__ = [
     "KeywordRetriever",
     "MetadataRetriever",
     "MethodList",
+    "QueryWeights",
     "SearchPlan",
-    "TermWeights",
     "VectorRetriever",
     "annotate_coverage",
     "fuse",

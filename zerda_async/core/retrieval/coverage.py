@@ -6,7 +6,7 @@ search measures it for its own hits
 (:meth:`~zerda_async.core.index.KeywordIndex.coverage`); a fusion that
 measures every fused chunk (:func:`~.fusion.measures_coverage`) fills in the
 others here, from the query's term weights as the index holds them
-(:data:`TermWeights`, a search's evidence like its hits) and the chunk's
+(:data:`QueryWeights`, a search's evidence like its hits) and the chunk's
 analysed text.  The sums run in term order, as the index's do, so a chunk
 gets the same value either way.
 """
@@ -18,14 +18,14 @@ from collections.abc import Sequence
 from ..index.analysis import Analyzer, TermMemo
 from ..models import ScoredChunk
 
-__all__ = ["TermWeights", "annotate_coverage"]
+__all__ = ["QueryWeights", "annotate_coverage"]
 
-TermWeights = list[tuple[str, float]]
+QueryWeights = list[tuple[str, float]]
 """The query's distinct analysed terms, in first-occurrence order, with their BM25 idf."""
 
 
 def annotate_coverage(
-    chunks: Sequence[ScoredChunk], weights: TermWeights, analyzer: Analyzer, memo: TermMemo
+    chunks: Sequence[ScoredChunk], weights: QueryWeights, analyzer: Analyzer, memo: TermMemo
 ) -> None:
     """Set ``query_coverage`` on the ``chunks`` that lack it (``-1``), in place.
 

@@ -5,7 +5,7 @@ directory loaded into it, the PostgreSQL store or its local copy — answers
 three searches with :class:`Hit` lists, best first, ties by corpus position:
 vector (rounded cosine), keyword (raw BM25, with each hit's query coverage)
 and metadata (the share of filter pairs matched), and tells the query's term
-weights (:data:`~.coverage.TermWeights`).  What to search is decided once
+weights (:data:`~.coverage.QueryWeights`).  What to search is decided once
 (:func:`plan_search`), the hits become the method lists here
 (:func:`method_list`) and :func:`fuse_found` fuses them with the one fusion
 (:func:`~.fusion.fuse`).  Only fetching the hits differs between a
@@ -23,7 +23,7 @@ from ..config import RetrieverConfig
 from ..filter_language import Condition, Filters, parse_filters
 from ..index.analysis import Analyzer, TermMemo
 from ..models import RetrievalMethod, ScoredChunk
-from .coverage import TermWeights, annotate_coverage
+from .coverage import QueryWeights, annotate_coverage
 from .fusion import MethodList, fuse, measures_coverage
 
 __all__ = ["Found", "Hit", "SearchPlan", "fuse_found", "method_list", "plan_search"]
@@ -153,17 +153,17 @@ def fuse_found(
     plan: SearchPlan,
     cfg: RetrieverConfig,
     found: Found,
-    term_weights: Callable[[], TermWeights] | None,
+    query_weights: Callable[[], QueryWeights] | None,
     analyzer: Analyzer,
     memo: TermMemo,
 ) -> list[ScoredChunk]:
     """The fused candidates of ``found``; with ``plan.coverage``, every one's coverage measured.
 
-    ``term_weights`` (called only when a fused chunk lacks coverage) gives the
+    ``query_weights`` (called only when a fused chunk lacks coverage) gives the
     query's term weights in the index searched; ``analyzer`` is that index's
     text analyser, ``memo`` a cache of analysed chunk texts.
     """
     fused = fuse(found.lists(), plan.k, cfg)
-    if plan.coverage and term_weights is not None and any(sc.query_coverage < 0 for sc in fused):
-        annotate_coverage(fused, term_weights(), analyzer, memo)
+    if plan.coverage and query_weights is not None and any(sc.query_coverage < 0 for sc in fused):
+        annotate_coverage(fused, query_weights(), analyzer, memo)
     return fused

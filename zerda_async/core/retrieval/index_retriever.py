@@ -93,7 +93,7 @@ class IndexRetriever:
             found.metadata = method_list(RetrievalMethod.METADATA, hits)
         analyzer = searches.index.keyword.analyzer
         return fuse_found(
-            plan, cfg, found, lambda: searches.term_weights(query), analyzer, self._terms
+            plan, cfg, found, lambda: searches.query_weights(query), analyzer, self._terms
         )
 
     def _vector_list(self, plan: SearchPlan, query_vector: Any) -> list[ScoredChunk] | None:

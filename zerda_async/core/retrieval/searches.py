@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..filter_language import Condition
 from ..index import CorpusIndex
 from ._common import HashMemo, stable_top
-from .coverage import TermWeights
+from .coverage import QueryWeights
 from .hits import Hit
 
 __all__ = ["IndexSearches"]
@@ -77,7 +77,7 @@ class IndexSearches:
         rows, counts = self.index.metadata.matches(pairs)
         return self._hits(*self._top(rows, counts / len(pairs), k, conditions))
 
-    def term_weights(self, query: str) -> TermWeights:
+    def query_weights(self, query: str) -> QueryWeights:
         """``query``'s distinct analysed terms with their idf over the live chunks."""
         keyword = self.index.keyword
         terms = dict.fromkeys(keyword.analyzer.tokenize(query))
