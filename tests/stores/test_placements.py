@@ -30,6 +30,7 @@ from zerda_async.core.config import ContextEngineConfig
 from zerda_async.embedders import HashingEmbedder
 from zerda_async.stores import PostgresIndexStore, Stores
 
+from .corpus import demo_docs
 from .servers import PostgresServer
 
 pytestmark = pytest.mark.anyio
@@ -194,5 +195,44 @@ async def test_every_placement_gives_the_same_contexts(
         async with _placements(case, postgres.url, Path(tmp) / "index") as engines:
             seen = {name: await _outcomes(engine, case) for name, engine in engines.items()}
     expected = seen.pop("memory")
+    for name, got in seen.items():
+        assert got == expected, name
+
+
+DEMO_QUESTIONS = [
+    "What is BM25?",
+    "How is Arabic coffee served?",
+    "كيف تحضر القهوة العربية؟",
+    "How does hybrid retrieval fuse results?",
+    "ما هو التعلم الآلي؟",
+    "النيل نهر طويل",
+    "date palms oasis",
+    "context budget packing chunks",
+    "zebrafish heart regeneration",  # off topic
+    "nothing matches xyzzy",  # off topic
+    "coffee quantum volcano telescope",  # low coverage
+    "retrieval zebrafish quasar",  # low coverage
+]
+
+
+@pytest.mark.parametrize("profile", ["documented", "recommended"])
+async def test_the_demo_corpus_in_every_placement(postgres: PostgresServer, profile: str) -> None:
+    """Twelve fixed questions (off-topic and low-coverage ones too), plain and filtered."""
+    case = Case(
+        docs=[Doc(d.doc_id, d.text, d.metadata) for d in demo_docs()],
+        questions=DEMO_QUESTIONS,
+        profile=profile,
+        embed=True,
+        use_metadata=True,
+        filters={"lang": "ar"},
+        boost={"lang": "en"},
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        async with _placements(case, postgres.url, Path(tmp) / "index") as engines:
+            seen = {name: await _outcomes(engine, case) for name, engine in engines.items()}
+    expected = seen.pop("memory")
+    if profile == "recommended":  # its coverage floor answers the off-topic ones so
+        assert any(nothing for _, nothing, _ in expected)
+    assert any(context for context, _, _ in expected)
     for name, got in seen.items():
         assert got == expected, name
