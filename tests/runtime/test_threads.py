@@ -90,6 +90,7 @@ async def test_idle_asyncio_workers_exit_after_their_idle_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_hop_pool, "IDLE_SECONDS", 0.05)
+    monkeypatch.setattr(_hop_pool, "POLL_SECONDS", 0.02)
     limiter = anyio.CapacityLimiter(1)
 
     def ident() -> int:
@@ -99,6 +100,67 @@ async def test_idle_asyncio_workers_exit_after_their_idle_time(
     workers = [t for t in threading.enumerate() if t.ident in used]
     assert workers and all(t.name == "zerda-hop" and t.daemon for t in workers)
     await wait_until(lambda: not any(t.is_alive() for t in workers), timeout=5)
+
+
+# -- threads end with their loop (the loop itself is the test's: these tests are sync) --------
+
+
+def _threads(idents: set[int]) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.ident in idents]
+
+
+def _gone_within(threads: list[threading.Thread], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return not any(t.is_alive() for t in threads)
+
+
+def test_idle_workers_exit_soon_after_their_loop_closed() -> None:
+    """Idle hop threads of a finished ``asyncio.run`` are gone within 2 s, not 10."""
+
+    async def concurrent_hops() -> set[int]:
+        limiter = anyio.CapacityLimiter(4)
+        used: set[int] = set()
+
+        def record() -> None:
+            used.add(threading.get_ident())
+            time.sleep(0.02)  # overlap, so several workers start
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(8):
+                tg.start_soon(lambda: run_in_thread(record, limiter=limiter))
+        return used
+
+    workers = _threads(asyncio.run(concurrent_hops()))
+    assert len(workers) >= 2 and all(t.name == "zerda-hop" for t in workers)
+    assert _gone_within(workers, 2.0), "hop threads outlived their loop"
+
+
+def test_a_worker_stuck_when_its_loop_closed_exits_when_its_call_returns() -> None:
+    """A call abandoned by its caller keeps its thread only until the call returns."""
+    release, entered = threading.Event(), threading.Event()
+    stuck: set[int] = set()
+
+    def hang() -> None:
+        stuck.add(threading.get_ident())
+        entered.set()
+        release.wait(10)
+
+    async def abandon() -> None:
+        with anyio.move_on_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: run_in_thread(hang, limiter=anyio.CapacityLimiter(1)))
+                await anyio.to_thread.run_sync(entered.wait, 5)
+                tg.cancel_scope.cancel()
+
+    asyncio.run(abandon())
+    workers = _threads(stuck)
+    try:
+        assert len(workers) == 1 and workers[0].is_alive(), "the stuck call's thread"
+    finally:
+        release.set()
+    assert _gone_within(workers, 1.0), "the thread outlived its call after the loop closed"
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
@@ -163,3 +225,48 @@ def test_a_forked_child_makes_hops_of_its_own() -> None:
         [sys.executable, "-c", _FORK_SCRIPT], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
+
+
+_HOP_THREAD_SCRIPT = """
+import threading, anyio
+from zerda_async.runtime import run_in_thread
+
+async def hop():
+    return await run_in_thread(lambda: threading.current_thread().name,
+                               limiter=anyio.CapacityLimiter(1))
+
+print(anyio.run(hop))
+"""
+
+
+@pytest.mark.parametrize(
+    ("setting", "thread"), [("pool", "zerda-hop"), ("anyio", "AnyIO worker thread")]
+)
+def test_zerda_thread_hop_picks_the_asyncio_hop(setting: str, thread: str) -> None:
+    """``ZERDA_THREAD_HOP`` (read at import) picks the pool or anyio's threads: both benchmarked."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ZERDA_THREAD_HOP": setting}
+    done = subprocess.run(
+        [sys.executable, "-c", _HOP_THREAD_SCRIPT], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == thread
+
+
+def test_a_bad_zerda_thread_hop_names_the_variable() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ZERDA_THREAD_HOP": "threads"}
+    done = subprocess.run(
+        [sys.executable, "-c", "import zerda_async.runtime"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    assert "ZERDA_THREAD_HOP must be 'pool' or 'anyio', got 'threads'" in done.stderr

@@ -3,20 +3,24 @@
 A hop through ``anyio.to_thread.run_sync`` costs noticeably more than a call
 handed straight to a waiting thread and answered with
 ``loop.call_soon_threadsafe``, and the query embedding of every request makes
-one (``bench/bench_overhead.py`` measures it; figures in ``bench/README.md``).
-:func:`start_call` does the latter: it puts the call on an
-idle worker's queue (or a new worker's) and returns an ``asyncio.Future``.
+one (``bench/bench_hop.py`` compares the two in one run; figures in
+``bench/README.md``).  :func:`start_call` does the latter: it puts the call on
+an idle worker's queue (or a new worker's) and returns an ``asyncio.Future``.
 
+* **Threads end with their loop.**  A worker serves the event loop that
+  started it, and only that one.  Once that loop is closed, an idle worker
+  exits within :data:`POLL_SECONDS`, and a worker stuck in a call exits as
+  soon as the call returns: no thread of ours outlives its loop longer than
+  the call it is stuck in.  While the loop runs, a worker idle for
+  :data:`IDLE_SECONDS` exits too.
 * The threads are daemon threads: one that hangs in caller code (a remote
   embedder that never answers) never blocks the interpreter's exit.
 * A cancelled future abandons its call: the thread finishes it on its own
   (or skips it, if it had not started) and drops the result.
-* An idle worker exits after :data:`IDLE_SECONDS`, so a process that stops
-  making hops is left with no thread of ours.
 * The call runs in a copy of the caller's context variables, as
   ``anyio.to_thread`` does.
 * A forked child starts with no workers (the parent's threads do not exist
-  in it): the idle list is emptied after a fork.
+  in it): the idle lists are emptied after a fork.
 """
 
 from __future__ import annotations
@@ -27,16 +31,19 @@ import contextvars
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["IDLE_SECONDS", "idle_workers", "start_call"]
+__all__ = ["IDLE_SECONDS", "POLL_SECONDS", "idle_workers", "start_call"]
 
 IDLE_SECONDS = 10.0
-"""How long a worker waits for its next call before it exits."""
+"""How long a worker of a running loop waits for its next call before it exits."""
+
+POLL_SECONDS = 0.25
+"""How often an idle worker looks whether its loop was closed (no loop hook says so)."""
 
 _Item = tuple[
-    asyncio.AbstractEventLoop,
     "asyncio.Future[Any]",
     contextvars.Context,
     Callable[..., Any],
@@ -44,7 +51,8 @@ _Item = tuple[
 ]
 
 _lock = threading.Lock()
-_idle: list[_Worker] = []  # the most recently used last: it is the warmest
+# Idle workers per loop, the most recently used last: it is the warmest.
+_idle: dict[asyncio.AbstractEventLoop, list[_Worker]] = {}
 
 
 def _forget_workers_after_fork() -> None:
@@ -61,55 +69,74 @@ def start_call(func: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     with _lock:
-        worker = _idle.pop() if _idle else None
+        idle = _idle.get(loop)
+        worker = idle.pop() if idle else None
     if worker is None:
-        worker = _Worker()
+        worker = _Worker(loop)
         worker.start()
-    worker.calls.put((loop, future, contextvars.copy_context(), func, args))
+    worker.calls.put((future, contextvars.copy_context(), func, args))
     return future
 
 
 def idle_workers() -> int:
-    """Workers waiting for a call right now (for tests and statistics)."""
+    """Workers waiting for a call right now, for every loop (for tests and statistics)."""
     with _lock:
-        return len(_idle)
+        return sum(len(idle) for idle in _idle.values())
 
 
 class _Worker(threading.Thread):
-    def __init__(self) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(name="zerda-hop", daemon=True)
+        self.loop = loop
         self.calls: queue.SimpleQueue[_Item] = queue.SimpleQueue()
 
     def run(self) -> None:
+        idle_since = time.monotonic()
         while True:
             try:
-                item = self.calls.get(timeout=IDLE_SECONDS)
+                item = self.calls.get(timeout=POLL_SECONDS)
             except queue.Empty:
-                with _lock:
-                    if self in _idle:
-                        _idle.remove(self)
-                        return
-                continue  # start_call() took this worker meanwhile: its call is coming
-            self._serve(*item)
+                expired = time.monotonic() - idle_since >= IDLE_SECONDS
+                if (expired or self.loop.is_closed()) and self._leave():
+                    return
+                continue  # still wanted, or start_call() took it: its call is coming
+            if not self._serve(*item):
+                return
             del item  # keep nothing of the call while idle
+            idle_since = time.monotonic()
+
+    def _leave(self) -> bool:
+        """Take this worker off its loop's idle list: False if a call was just handed to it."""
+        with _lock:
+            idle = _idle.get(self.loop)
+            if idle is None or self not in idle:
+                return False
+            idle.remove(self)
+            if not idle:
+                del _idle[self.loop]
+            return True
 
     def _serve(
         self,
-        loop: asyncio.AbstractEventLoop,
         future: asyncio.Future[Any],
         context: contextvars.Context,
         func: Callable[..., Any],
         args: tuple[Any, ...],
-    ) -> None:
+    ) -> bool:
+        """Run one call and deliver its outcome; False when the loop is gone (the worker exits)."""
         outcome = _call(future, context, func, args)
-        # Back on the idle list before the result is delivered, so the caller's
-        # next hop finds this (warm) thread rather than starting another.
         with _lock:
-            _idle.append(self)
+            if self.loop.is_closed():
+                return False  # nobody is waiting, and no call will come
+            # Back on the idle list before the result is delivered, so the caller's
+            # next hop finds this (warm) thread rather than starting another.
+            _idle.setdefault(self.loop, []).append(self)
         if outcome is not None:
-            # A loop closed meanwhile (RuntimeError) has nobody waiting.
+            # A loop closed meanwhile (RuntimeError) has nobody waiting; this
+            # worker then leaves at its next poll.
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_deliver, future, *outcome)
+                self.loop.call_soon_threadsafe(_deliver, future, *outcome)
+        return True
 
 
 def _call(

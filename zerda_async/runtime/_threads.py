@@ -10,9 +10,12 @@ own and its result is dropped.  (On trio an abandoned thread would otherwise
 keep its token until it returns, so a few calls that never return, to a
 hung vector store say, would block every later hop.)
 
-On asyncio the call goes straight to a waiting thread of :mod:`._hop_pool`
-(cheaper per hop than ``anyio.to_thread``, as measured in ``bench/README.md``;
-every request's query embedding makes one); on other backends through
+On asyncio the call goes straight to a waiting thread of :mod:`._hop_pool`,
+whose threads end with their loop (cheaper per hop than ``anyio.to_thread``,
+as measured in ``bench/README.md``; every request's query embedding makes
+one; and daemon threads, so a call that never returns does not hold up the
+interpreter's exit); on other backends, or with ``ZERDA_THREAD_HOP=anyio`` in
+the environment (``bench/bench_hop.py`` compares the two), through
 ``anyio.to_thread``.
 
 Abandoned threads are not counted against the limiter: each call that never
@@ -22,6 +25,7 @@ returns keeps one thread busy until it does.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from typing import TypeVar, TypeVarTuple, Unpack
 
@@ -31,6 +35,17 @@ import anyio.to_thread
 from zerda_async.runtime._hop_pool import start_call
 
 __all__ = ["run_in_thread"]
+
+
+def _pool_setting() -> bool:
+    value = os.environ.get("ZERDA_THREAD_HOP", "pool").strip().lower()
+    if value not in ("pool", "anyio"):
+        raise ValueError(f"ZERDA_THREAD_HOP must be 'pool' or 'anyio', got {value!r}")
+    return value == "pool"
+
+
+_POOL_ON_ASYNCIO = _pool_setting()
+"""Whether asyncio hops use :mod:`._hop_pool` (the environment is read once, at import)."""
 
 _T = TypeVar("_T")
 _Ts = TypeVarTuple("_Ts")
@@ -45,7 +60,7 @@ async def run_in_thread(
     except anyio.WouldBlock:
         await limiter.acquire()
     try:
-        if _on_asyncio():
+        if _POOL_ON_ASYNCIO and _on_asyncio():
             result: _T = await start_call(func, *args)
             return result
         # A limiter of its own for the hop: the thread may hold it after an
