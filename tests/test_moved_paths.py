@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from zerda_async._compat import MOVED_MODULES
+from zerda_async._compat import MOVED_MODULES, MOVED_NAMES
 
 
 @pytest.mark.parametrize(("old", "new"), sorted(MOVED_MODULES.items()))
@@ -40,3 +40,26 @@ def test_the_documented_old_names_are_there() -> None:
 def test_an_unknown_path_is_still_an_import_error() -> None:
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("zerda_async.no_such_module")
+
+
+@pytest.mark.parametrize(
+    ("old", "name", "new"),
+    sorted((old, name, new) for old, moved in MOVED_NAMES.items() for name, new in moved.items()),
+)
+def test_a_moved_name_still_imports_from_its_old_module_and_warns(
+    old: str, name: str, new: str
+) -> None:
+    module = importlib.import_module(old)
+    assert name not in module.__dict__, "the name itself left the old module"
+    with pytest.warns(DeprecationWarning, match=f"{old}.{name} moved to {new}.{name}"):
+        value = getattr(module, name)
+    assert value is getattr(importlib.import_module(new), name)
+    with pytest.warns(DeprecationWarning):
+        exec(f"from {old} import {name}", {})  # the form users write
+
+
+def test_an_unknown_name_of_a_module_with_moved_names_is_still_an_attribute_error() -> None:
+    import zerda_async.errors
+
+    with pytest.raises(AttributeError, match="no_such_name"):
+        getattr(zerda_async.errors, "no_such_name")  # noqa: B009

@@ -1,4 +1,4 @@
-"""Every exception zerda-async defines, and how the applications report each one.
+"""Every exception zerda-async defines.
 
     ZerdaError
      ├── ConfigError (ValueError)           a configuration field is invalid (names it)
@@ -17,8 +17,7 @@
      ├── SyncCallError (RuntimeError)       a sync adapter call that would block or cannot run
      ├── TokenizerUnavailableError (LookupError)  a tokenizer's files are not on this machine
      ├── StoreUnavailableError (ConnectionError)  a shared store does not answer (names it)
-     ├── StoreSchemaError (RuntimeError)    a store's schema is newer than this code knows
-     └── HTTPProblem                        an error response the service sends as it is
+     └── StoreSchemaError (RuntimeError)    a store's schema is newer than this code knows
     MissingSourceQualityMap (AttributeError)  documented: a retriever ran before ``index()``
 
 Errors raised inside a pipeline stage propagate with their own type and
@@ -26,25 +25,20 @@ message (documented errors of the sync package are part of the contract); a
 note on the exception names the stage: :func:`failed_stage` reads it.  A
 ``timeout`` raises the builtin :class:`TimeoutError`.
 
-:data:`REPORTS` is the one table of how the CLI and the HTTP service report an
-exception: :func:`report_for` looks an exception up by its class hierarchy.
+How the applications report each of them (HTTP status, CLI exit status) is
+the applications' business: :mod:`zerda_async.apps` holds that table
+(``REPORTS``, ``report_for``) and the service's ``HTTPProblem``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import NamedTuple
-
 __all__ = [
-    "REPORTS",
     "AuthenticationError",
     "ConfigError",
     "EmbedderLoadError",
     "EmbeddingError",
     "EmbeddingServiceError",
     "EngineClosedError",
-    "ErrorReport",
-    "HTTPProblem",
     "IndexDirectoryError",
     "IndexFormatError",
     "IndexStateError",
@@ -60,7 +54,6 @@ __all__ = [
     "ZerdaError",
     "annotate_stage_error",
     "failed_stage",
-    "report_for",
 ]
 
 
@@ -178,33 +171,9 @@ class StoreUnavailableError(ZerdaError, ConnectionError):
         self.url = url
         self.problem = problem
 
-    @classmethod
-    def from_message(cls, message: str) -> StoreUnavailableError:
-        """The error again from its message (as a stream's error event carries it)."""
-        head, _, problem = message.partition(" is unavailable: ")
-        store, _, url = head.partition(" at ")
-        return cls(store, url, problem)
-
 
 class StoreSchemaError(ZerdaError, RuntimeError):
     """A store's schema version is newer than this code knows (upgrade zerda-async)."""
-
-
-class HTTPProblem(ZerdaError):
-    """An error response: status, message and optionally the field and extra headers."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        field: str | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.field = field
-        self.headers = dict(headers or {})
 
 
 class MissingSourceQualityMap(AttributeError):
@@ -232,55 +201,3 @@ def failed_stage(exc: BaseException) -> str | None:
         if isinstance(note, str) and note.startswith(_NOTE_PREFIX):
             return note[len(_NOTE_PREFIX) :].strip("'")
     return None
-
-
-# -- how the applications report each error ------------------------------------------
-
-
-class ErrorReport(NamedTuple):
-    """How the applications report one kind of error.
-
-    ``http_status`` is the service's response status; ``exit_status`` the
-    CLI's (2: the command line was wrong, 1: the work failed); ``retry``
-    whether the service adds a ``Retry-After`` header (the condition passes).
-    """
-
-    http_status: int
-    exit_status: int
-    retry: bool = False
-
-
-REPORTS: dict[type[BaseException], ErrorReport] = {
-    RequestBodyError: ErrorReport(422, 1),
-    MediaTypeError: ErrorReport(415, 1),
-    AuthenticationError: ErrorReport(401, 1),
-    ConfigError: ErrorReport(422, 1),
-    UsageError: ErrorReport(400, 2),
-    IndexDirectoryError: ErrorReport(500, 1),
-    EngineClosedError: ErrorReport(503, 1, retry=True),
-    TimeoutError: ErrorReport(504, 1),
-    StageFailedError: ErrorReport(500, 1),
-    EmbeddingServiceError: ErrorReport(502, 1),
-    EmbeddingError: ErrorReport(500, 1),
-    EmbedderLoadError: ErrorReport(500, 1),
-    IndexStateError: ErrorReport(409, 1),
-    IndexFormatError: ErrorReport(500, 1),
-    SyncCallError: ErrorReport(500, 1),
-    TokenizerUnavailableError: ErrorReport(500, 1),
-    StoreUnavailableError: ErrorReport(503, 1, retry=True),
-    StoreSchemaError: ErrorReport(500, 1),
-}
-"""Exception class -> report; subclasses inherit their nearest listed base's entry."""
-
-_DEFAULT_REPORT = ErrorReport(500, 1)
-
-
-def report_for(exc: BaseException) -> ErrorReport:
-    """The report of ``exc``: its own class's entry, else its nearest base's, else 500 / 1."""
-    if isinstance(exc, HTTPProblem):
-        return ErrorReport(exc.status, 1)
-    for cls in type(exc).__mro__:
-        found = REPORTS.get(cls)
-        if found is not None:
-            return found
-    return _DEFAULT_REPORT

@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 from zerda_async import AsyncContextEngine
+from zerda_async.apps import report_for
 from zerda_async.embedders import (
     AsyncTextEmbedder,
     HashingEmbedder,
     OpenAIEmbedder,
     embed_kwargs,
 )
-from zerda_async.errors import EmbeddingError, EmbeddingServiceError, report_for
+from zerda_async.errors import EmbeddingError, EmbeddingServiceError
 
 from .fake_openai import DIM, FakeEmbeddings
 from .support import CORPUS

@@ -81,7 +81,14 @@ async def run_timed(
             if isinstance(event, ErrorEvent):
                 if event.error_type == StoreUnavailableError.__name__:
                     # A store that does not answer is reported as itself (503, naming it).
-                    raise StoreUnavailableError.from_message(event.message)
+                    raise _store_error(event.message)
                 raise StageFailedError(event.stage, event.error_type, event.message)
             timings[event_name(event)] = event.duration_ms
     raise ZerdaError("the event stream ended without a result")
+
+
+def _store_error(message: str) -> StoreUnavailableError:
+    """The store error again from its message (as a stream's error event carries it)."""
+    head, _, problem = message.partition(" is unavailable: ")
+    store, _, url = head.partition(" at ")
+    return StoreUnavailableError(store, url, problem)

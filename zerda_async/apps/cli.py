@@ -28,13 +28,14 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from zerda_async.apps import report_for
 from zerda_async.apps._cli_args import (
     build_parser,
 )
 from zerda_async.apps._cli_index import cmd_index
 from zerda_async.apps._cli_run import cmd_demo, cmd_query, cmd_serve
 from zerda_async.apps._console import PROG, ProgressBar, err, format_timings
-from zerda_async.errors import ZerdaError, report_for
+from zerda_async.errors import ZerdaError
 
 __all__ = ["ProgressBar", "build_parser", "format_timings", "main"]
 

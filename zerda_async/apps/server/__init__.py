@@ -6,9 +6,9 @@
 See :mod:`zerda_async.apps.server._app` for the endpoints and error statuses.
 """
 
+from zerda_async.apps import HTTPProblem
 from zerda_async.apps.server._app import EngineOpener, EnginePool, ServiceSettings, create_app
 from zerda_async.apps.server._run import index_app, serve_index, serve_stores, store_app
-from zerda_async.errors import HTTPProblem
 
 __all__ = [
     "EngineOpener",

@@ -20,8 +20,9 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
+from zerda_async.apps import HTTPProblem, report_for
 from zerda_async.apps.server._common import problem_response, route_path, route_template
-from zerda_async.errors import AuthenticationError, HTTPProblem, report_for
+from zerda_async.errors import AuthenticationError
 
 __all__ = [
     "ACCESS_LOGGER",

@@ -16,7 +16,7 @@ Endpoints:
 * ``GET /`` — the page for a person (``/page.js``, ``/page.css``).
 
 Errors are JSON :class:`~.schemas.ErrorBody` documents, their statuses from
-the one table in :mod:`zerda_async.errors`: 422 for a body that does not
+the one table of :mod:`zerda_async.apps` (``REPORTS``): 422 for a body that does not
 validate (with the field), 415 for a body not declared as JSON, 413 for a
 body over ``max_body_bytes``, 401 without the API key (when one is set), 503
 with ``Retry-After`` when ``max_pending`` requests are already inside, 504
@@ -42,6 +42,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from zerda_async.apps import HTTPProblem, report_for
 from zerda_async.apps.server._access import AccessLogMiddleware, BearerAuthMiddleware
 from zerda_async.apps.server._common import ServiceSettings, json_response, problem_response
 from zerda_async.apps.server._metrics import Metrics, MetricsMiddleware
@@ -51,14 +52,7 @@ from zerda_async.apps.server._pool import EngineOpener, EnginePool
 from zerda_async.apps.server._replica import StoreSet
 from zerda_async.apps.server._routes import Service
 from zerda_async.core.templates import TEMPLATE_NAMES
-from zerda_async.errors import (
-    ConfigError,
-    HTTPProblem,
-    RequestBodyError,
-    StageFailedError,
-    ZerdaError,
-    report_for,
-)
+from zerda_async.errors import ConfigError, RequestBodyError, StageFailedError, ZerdaError
 
 __all__ = ["ROUTES", "EngineOpener", "EnginePool", "ServiceSettings", "create_app"]
 
@@ -94,7 +88,7 @@ def _guard(endpoint: _Endpoint, retry_after: int) -> Callable[[Request], Awaitab
 
 
 def _problem_of(exc: ZerdaError, retry_after: int) -> HTTPProblem:
-    """The error response for ``exc``, by the one table in :mod:`zerda_async.errors`."""
+    """The error response for ``exc``, by the one table of :mod:`zerda_async.apps` (``REPORTS``)."""
     if isinstance(exc, HTTPProblem):
         return exc
     report = report_for(exc)

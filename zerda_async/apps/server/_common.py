@@ -9,9 +9,10 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from zerda_async.apps import HTTPProblem
 from zerda_async.apps._profiles import EF_SEARCH
 from zerda_async.apps.server._schemas import ErrorBody
-from zerda_async.errors import HTTPProblem, MediaTypeError
+from zerda_async.errors import MediaTypeError
 
 __all__ = [
     "ServiceSettings",

@@ -19,10 +19,11 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from zerda_async.apps import report_for
 from zerda_async.apps.server._access import authorized
 from zerda_async.apps.server._routes import Service
 from zerda_async.apps.server._schemas import ContextRequest
-from zerda_async.errors import RequestBodyError, ZerdaError, report_for
+from zerda_async.errors import RequestBodyError, ZerdaError
 
 __all__ = ["Page", "choices_of"]
 

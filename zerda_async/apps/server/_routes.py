@@ -11,6 +11,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 
+from zerda_async.apps import HTTPProblem
 from zerda_async.apps._runs import run_timed
 from zerda_async.apps.server._common import ServiceSettings, json_response, read_body
 from zerda_async.apps.server._metrics import Metrics
@@ -32,7 +33,7 @@ from zerda_async.apps.server._schemas import (
 from zerda_async.apps.server._sse import EventStreamResponse, encode_event, sse_record
 from zerda_async.core.templates import TEMPLATE_NAMES
 from zerda_async.engine._engine import AsyncContextEngine
-from zerda_async.errors import EngineClosedError, HTTPProblem
+from zerda_async.errors import EngineClosedError
 from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
 
 __all__ = ["Service"]
