@@ -140,3 +140,20 @@ def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
     assert "zerda_async.core.config" in GRAPH["zerda_async.pipeline._state"]
     assert _layer("zerda_async.apps.cli") > _layer("zerda_async.engine._engine")
     assert "zerda_async.errors" in GRAPH["zerda_async.core.config"]
+
+
+def test_no_two_modules_import_each_other() -> None:
+    """Not even for types: a pair that needs each other is one concern split in two."""
+    pairs = sorted(
+        (a, b)
+        for a, targets in GRAPH.items()
+        for b in targets
+        if a < b and a in GRAPH.get(b, ()) and not b.startswith(a + ".")
+    )
+    assert not pairs, f"modules importing each other: {pairs}"
+
+
+def test_no_module_of_the_package_is_over_400_lines() -> None:
+    """One concern a module (the developers' guide): a module growing past 400 lines splits."""
+    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text("utf-8").splitlines())) > 400}
+    assert not long, f"modules over 400 lines: {long}"

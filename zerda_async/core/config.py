@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from ..errors import ConfigError
+from .validation import validate_config
 
 __all__ = [
     "RECOMMENDED_BUDGETS",
@@ -278,8 +279,6 @@ class ContextEngineConfig(msgspec.Struct):
         validates, so ``sync_api`` keeps accepting what the documented package
         accepts.
         """
-        from .validation import validate_config  # it imports the composer, which imports us
-
         validate_config(self)
         return self
 

@@ -10,15 +10,51 @@ silently changing the context.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import ConfigError
 from .templates import TEMPLATE_NAMES
 
-if TYPE_CHECKING:
-    from .config import ContextEngineConfig
+__all__ = ["PACKING_MODES", "Validatable", "check_packing_fields", "validate_config"]
 
-__all__ = ["PACKING_MODES", "check_packing_fields", "validate_config"]
+
+# What the checks read of a configuration, described here rather than imported:
+# config.py imports this module (``ContextEngineConfig.validate``), so this one
+# must not import config.py back.  The (section, field) tables below are read
+# by name.
+class _Composer(Protocol):
+    @property
+    def template(self) -> str: ...
+    @property
+    def packing(self) -> str: ...
+    @property
+    def relevance_floor(self) -> float: ...
+    @property
+    def min_query_coverage(self) -> float: ...
+
+
+class _Retriever(Protocol):
+    @property
+    def min_vector_score(self) -> float: ...
+
+
+class _Filter(Protocol):
+    @property
+    def min_chunk_length(self) -> int: ...
+    @property
+    def max_chunk_length(self) -> int: ...
+
+
+class Validatable(Protocol):
+    """The parts of a ``ContextEngineConfig`` that :func:`validate_config` reads by attribute."""
+
+    @property
+    def composer(self) -> _Composer: ...
+    @property
+    def retriever(self) -> _Retriever: ...
+    @property
+    def filter_cfg(self) -> _Filter: ...
+
 
 # (section, field) pairs of weights and thresholds that must lie in [0, 1].
 _UNIT_FIELDS: tuple[tuple[str, str], ...] = (
@@ -85,7 +121,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _check_ranges(config: ContextEngineConfig) -> None:
+def _check_ranges(config: Validatable) -> None:
     for section, name in _UNIT_FIELDS:
         value = getattr(getattr(config, section), name)
         if not _is_number(value) or not 0.0 <= value <= 1.0:
@@ -106,7 +142,7 @@ def _check_ranges(config: ContextEngineConfig) -> None:
             raise ConfigError(f"{section}.{name} must be an integer >= 0, got {value!r}")
 
 
-def validate_config(config: ContextEngineConfig) -> None:
+def validate_config(config: Validatable) -> None:
     """Raise :class:`ConfigError` for the first bad value, naming ``section.field``.
 
     Checked: the template name (a built-in one or ``"auto"``), the packing mode,
