@@ -48,8 +48,12 @@ from _common import (
 )
 
 from zerda_async import AsyncContextEngine
-from zerda_async.embedders import UniversalSentenceEncoder, embed_kwargs, use_available
-from zerda_async.embedders._blas import default_blas_threads
+from zerda_async.embedders import (
+    UniversalSentenceEncoder,
+    default_blas_threads,
+    embed_kwargs,
+    use_available,
+)
 
 BATCH = 256
 

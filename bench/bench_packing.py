@@ -49,7 +49,7 @@ from _common import (
 )
 
 from sync_api import ContextEngine, ContextEngineConfig
-from zerda_async.apps._ingest import split_text
+from zerda_async.apps import split_text
 
 DATA = quality_data_dir()
 _TASHKEEL = re.compile("[\u064b-\u0652\u0670\u0640]")

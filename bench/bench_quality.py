@@ -58,7 +58,7 @@ from _common import (
 
 from sync_api import ContextEngine
 from zerda_async import ContextEngineConfig
-from zerda_async.apps._ingest import split_text
+from zerda_async.apps import split_text
 from zerda_async.core.index.analysis import normalize_arabic
 
 DATA = quality_data_dir()

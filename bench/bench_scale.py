@@ -254,8 +254,7 @@ def worker_keyword(corpus_file: Path, n_queries: int, rank_bm25_max: int) -> dic
     import bm25s
 
     from zerda_async.core.config import ContextEngineConfig
-    from zerda_async.core.retrieval import KeywordRetriever, tokenize
-    from zerda_async.core.retrieval._common import stable_top
+    from zerda_async.core.retrieval import KeywordRetriever, stable_top, tokenize
 
     chunks = load_corpus(corpus_file)
     queries = make_queries(n_queries, seed=23)

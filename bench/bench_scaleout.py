@@ -89,7 +89,7 @@ from stores.replicas import ZERDA, replicas
 from stores.servers import PostgresServer, RedisServer
 
 from zerda_async import AsyncContextEngine
-from zerda_async.apps.server._replica import EMBEDDER_SETTING
+from zerda_async.apps.server import EMBEDDER_SETTING
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.embedders import HashingEmbedder
 from zerda_async.stores import PostgresIndexStore, Stores

@@ -157,3 +157,66 @@ def test_no_module_of_the_package_is_over_400_lines() -> None:
     """One concern a module (the developers' guide): a module growing past 400 lines splits."""
     long = {m: n for m, p in MODULES.items() if (n := len(p.read_text("utf-8").splitlines())) > 400}
     assert not long, f"modules over 400 lines: {long}"
+
+
+# -- folders talk through their public face ------------------------------------------------
+
+BENCH = {f"bench.{p.stem}": p for p in (ROOT / "bench").glob("*.py")}
+
+
+def _owner(module: str) -> str | None:
+    """The folder whose private module ``module`` is (None: ``module`` is public)."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_"):
+            return ".".join(parts[:i])
+    return None
+
+
+def _unit(folder: str) -> str:
+    """The unit a folder belongs to: a top folder of the package with its subfolders
+    (``apps`` and ``apps/server`` are one), or the folder itself (``bench``, the root)."""
+    parts = folder.split(".")
+    return ".".join(parts[:2]) if parts[0] == "zerda_async" and len(parts) > 1 else folder
+
+
+def _private_crossings(module: str, path: Path) -> list[str]:
+    folder = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    return sorted(
+        target
+        for target in set(_imports(module, path))
+        if (owner := _owner(target)) is not None and _unit(owner) != _unit(folder)
+    )
+
+
+def test_no_module_imports_another_folders_private_module() -> None:
+    """Folders talk through their ``__init__`` (ARCHITECTURE.md), in the package and bench/.
+
+    A private module (``_name``) is imported only from its own folder (a top
+    folder and its subfolders count as one); everyone else imports the names
+    its folder's ``__init__`` exports.
+    """
+    crossings = {
+        module: found
+        for module, path in {**MODULES, **BENCH}.items()
+        if (found := _private_crossings(module, path))
+    }
+    assert not crossings, f"imports of another folder's private module: {crossings}"
+
+
+def test_the_checker_sees_a_private_crossing(tmp_path: Path) -> None:
+    """The check is not vacuous: the import forms it must catch are caught."""
+    sample = tmp_path / "_engine.py"
+    sample.write_text(
+        "from zerda_async.pipeline._job import Job\n"
+        "from zerda_async.runtime import _hop_pool\n"
+        "from ..indexing._lifecycle import IndexLifecycle\n"
+        "from zerda_async.pipeline import Job as Public\n"
+        "from ._calls import something\n",
+        encoding="utf-8",
+    )
+    assert _private_crossings("zerda_async.engine._engine", sample) == [
+        "zerda_async.indexing._lifecycle",
+        "zerda_async.pipeline._job",
+        "zerda_async.runtime._hop_pool",
+    ]

@@ -25,7 +25,7 @@ import anyio
 import pytest
 
 from zerda_async import ContextEngineConfig
-from zerda_async.apps._demo import DemoChunk, load_demo_corpus
+from zerda_async.apps import DemoChunk, load_demo_corpus
 from zerda_async.apps.cli import main as zerda
 from zerda_async.embedders import HashingEmbedder
 

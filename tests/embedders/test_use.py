@@ -11,11 +11,11 @@ from zerda_async.embedders import (
     HashingEmbedder,
     TextEmbedder,
     UniversalSentenceEncoder,
+    blas_threads,
     default_embedder,
     embed_kwargs,
     embedder_from_params,
 )
-from zerda_async.embedders._blas import blas_threads
 
 from .support import CORPUS, PARAPHRASES, best_vector_hit
 

@@ -8,9 +8,17 @@ from typing import Any
 import pytest
 
 from zerda_async.errors import failed_stage
-from zerda_async.pipeline import STAGES, Ahead, EngineState, Stage, make_job, run_job, walk
+from zerda_async.pipeline import (
+    STAGES,
+    Ahead,
+    EngineState,
+    Stage,
+    apply_stage,
+    make_job,
+    run_job,
+    walk,
+)
 from zerda_async.pipeline._stages import Analysis, QueryEmbedding, Retrieval
-from zerda_async.pipeline._walker import apply_stage
 
 
 class _Suspend:

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from starlette.applications import Starlette
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig
-from zerda_async.apps._demo import load_demo_corpus
+from zerda_async.apps import load_demo_corpus
 from zerda_async.embedders import HashingEmbedder
 
 __all__ = [

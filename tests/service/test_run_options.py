@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from zerda_async.apps._demo import load_demo_corpus
+from zerda_async.apps import load_demo_corpus
 from zerda_async.apps.server import ServiceSettings, create_app
 from zerda_async.errors import ConfigError
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from zerda_async.apps._demo import load_demo_corpus
+from zerda_async.apps import load_demo_corpus
 
 from .servers import free_port
 

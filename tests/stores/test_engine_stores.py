@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from zerda_async import AsyncContextEngine
-from zerda_async.apps._demo import load_demo_corpus
+from zerda_async.apps import load_demo_corpus
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.embedders import HashingEmbedder
 from zerda_async.stores import (

@@ -9,7 +9,7 @@ import pytest
 from support.chunks import Chunk
 
 from zerda_async import AsyncContextEngine
-from zerda_async.apps._demo import load_demo_corpus
+from zerda_async.apps import load_demo_corpus
 from zerda_async.embedders import HashingEmbedder
 from zerda_async.stores import (
     VERSION_POLL_SECONDS,

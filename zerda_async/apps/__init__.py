@@ -4,11 +4,23 @@
 * :mod:`zerda_async.apps.server` — the Starlette service (``server`` extra);
 * :data:`REPORTS` / :func:`report_for` — the one table of how both report an
   exception (HTTP status, exit status); :class:`HTTPProblem` — an error
-  response the service sends as it is.
+  response the service sends as it is;
+* :func:`load_demo_corpus` (the demo's documents) and :func:`split_text` (how
+  ingestion cuts a document into chunks), for the benchmarks and tests.
 
-Everything else here is internal to those two.
+Everything else here is internal to those.
 """
 
+from zerda_async.apps._demo import DemoChunk, load_demo_corpus
+from zerda_async.apps._ingest import split_text
 from zerda_async.apps._reports import REPORTS, ErrorReport, HTTPProblem, report_for
 
-__all__ = ["REPORTS", "ErrorReport", "HTTPProblem", "report_for"]
+__all__ = [
+    "REPORTS",
+    "DemoChunk",
+    "ErrorReport",
+    "HTTPProblem",
+    "load_demo_corpus",
+    "report_for",
+    "split_text",
+]

@@ -32,7 +32,7 @@ from zerda_async.apps._saved_index import (
     save_index,
 )
 from zerda_async.core.config import ContextEngineConfig
-from zerda_async.engine._engine import AsyncContextEngine
+from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import UsageError
 
 __all__ = ["check_profile", "cmd_index"]
@@ -176,8 +176,7 @@ async def _write_store(
 ) -> tuple[int, float | None]:
     """Write the chunks of ``report`` into ``--store``; (version, HNSW build seconds or None)."""
     from zerda_async.apps.server._replica import PROFILE_SETTING, read_profile
-    from zerda_async.stores import PostgresIndexStore
-    from zerda_async.stores._pg_common import redact
+    from zerda_async.stores import PostgresIndexStore, redact
 
     store = await PostgresIndexStore.open(args.store, analyzer=mine.text_analyzer)
     try:

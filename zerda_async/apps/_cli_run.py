@@ -151,8 +151,7 @@ def _check_store_profile(args: argparse.Namespace, url: str) -> str | None:
     """
     from zerda_async.apps.server._replica import read_profile
     from zerda_async.errors import StoreUnavailableError
-    from zerda_async.stores import PostgresIndexStore
-    from zerda_async.stores._pg_common import redact
+    from zerda_async.stores import PostgresIndexStore, redact
 
     async def read() -> tuple[Any, bool]:
         store = await PostgresIndexStore.open(url, connect_timeout=2.0, operation_timeout=5.0)

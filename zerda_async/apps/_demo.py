@@ -24,7 +24,7 @@ from zerda_async.apps._console import format_timings
 from zerda_async.apps._profiles import DEFAULT_PROFILE, choose_embedder, profile_config
 from zerda_async.apps._runs import run_timed
 from zerda_async.apps._saved_index import IndexManifest, build_index, open_index, save_index
-from zerda_async.engine._engine import AsyncContextEngine
+from zerda_async.engine import AsyncContextEngine
 
 __all__ = ["DemoChunk", "load_demo_corpus", "main", "run_demo"]
 

@@ -26,9 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zerda_async.core.config import ContextEngineConfig
-from zerda_async.embedders import default_embedder
-from zerda_async.embedders._hashing import HashingEmbedder
-from zerda_async.embedders._use import UniversalSentenceEncoder
+from zerda_async.embedders import HashingEmbedder, UniversalSentenceEncoder, default_embedder
 from zerda_async.errors import UsageError
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any, cast
 import msgspec
 
 from zerda_async.core.models import ContextResult
-from zerda_async.engine._engine import AsyncContextEngine
+from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import StageFailedError, StoreUnavailableError, ZerdaError
 from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
 

@@ -28,7 +28,7 @@ import msgspec
 
 from zerda_async.core.config import ContextEngineConfig, config_from_json
 from zerda_async.embedders import embedder_from_params
-from zerda_async.engine._engine import AsyncContextEngine
+from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import EmbedderLoadError, IndexDirectoryError
 from zerda_async.indexing import CURRENT_FILE, MANIFEST_FILE, Manifest
 

@@ -16,6 +16,7 @@
 """
 
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
+from zerda_async.embedders._blas import blas_threads, default_blas_threads
 from zerda_async.embedders._default import default_embedder, embedder_from_params
 from zerda_async.embedders._embedder import (
     Embedder,
@@ -41,8 +42,10 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "TextEmbedder",
     "UniversalSentenceEncoder",
+    "blas_threads",
     "check_embeddings",
     "check_query_vector",
+    "default_blas_threads",
     "default_embedder",
     "embed_kwargs",
     "embedder_from_params",

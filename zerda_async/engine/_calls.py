@@ -24,9 +24,7 @@ import anyio.lowlevel
 
 from zerda_async.core.models import ContextResult
 from zerda_async.engine._event_stream import add_timeout_note
-from zerda_async.pipeline._async_runner import AsyncRunner
-from zerda_async.pipeline._job import Job
-from zerda_async.pipeline._requests import Request
+from zerda_async.pipeline import AsyncRunner, Job, Request
 
 __all__ = ["run_jobs", "run_one", "submit_all"]
 

@@ -33,13 +33,18 @@ from zerda_async.engine._index_api import IndexMethods
 from zerda_async.engine._state_api import StateMethods
 from zerda_async.engine._statistics import OFFLOAD_MODES, EngineStatistics, Offload
 from zerda_async.errors import EngineClosedError
-from zerda_async.indexing._lifecycle import IndexLifecycle
-from zerda_async.indexing._persistence import load_index
-from zerda_async.pipeline._async_runner import AsyncRunner
-from zerda_async.pipeline._job import Job, check_run_keywords, make_job
-from zerda_async.pipeline._operations import join_multi_query, plan_multi_query
-from zerda_async.pipeline._requests import RunnerSettings
-from zerda_async.pipeline._state import Components, EngineState
+from zerda_async.indexing import IndexLifecycle, load_index
+from zerda_async.pipeline import (
+    AsyncRunner,
+    Components,
+    EngineState,
+    Job,
+    RunnerSettings,
+    check_run_keywords,
+    join_multi_query,
+    make_job,
+    plan_multi_query,
+)
 from zerda_async.stores import Stores
 
 __all__ = ["AsyncContextEngine", "EngineStatistics", "Offload"]

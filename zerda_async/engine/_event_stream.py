@@ -37,9 +37,7 @@ from zerda_async.events import (
     SourceRef,
     StageEvent,
 )
-from zerda_async.pipeline._async_runner import AsyncRunner
-from zerda_async.pipeline._job import Job
-from zerda_async.pipeline._requests import FINISHED, Request
+from zerda_async.pipeline import FINISHED, AsyncRunner, Job, Request
 
 __all__ = ["EVENT_BUFFER", "EventStream", "add_timeout_note"]
 

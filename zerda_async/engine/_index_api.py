@@ -13,9 +13,8 @@ from typing import Any, Self
 
 from zerda_async.core.models import SourceQuality
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
-from zerda_async.indexing._lifecycle import IndexLifecycle
-from zerda_async.pipeline._async_runner import AsyncRunner
-from zerda_async.pipeline._state import EngineState
+from zerda_async.indexing import IndexLifecycle
+from zerda_async.pipeline import AsyncRunner, EngineState
 
 __all__ = ["EngineParts", "IndexMethods"]
 

@@ -28,13 +28,12 @@ import anyio.to_thread
 from zerda_async.core.index import VectorDType, VectorIndex
 from zerda_async.core.models import SourceQuality
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
-from zerda_async.embedders._embedder import Embedder
+from zerda_async.embedders import Embedder
 from zerda_async.errors import IndexFormatError, IndexStateError
 from zerda_async.indexing._format import MANIFEST_FILE, SavedIndex
 from zerda_async.indexing._live_index import LiveIndex, build_live_index
 from zerda_async.indexing._persistence import save_index
-from zerda_async.pipeline._async_runner import AsyncRunner
-from zerda_async.pipeline._state import EngineState
+from zerda_async.pipeline import AsyncRunner, EngineState
 
 __all__ = ["IndexLifecycle"]
 

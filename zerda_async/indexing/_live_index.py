@@ -24,7 +24,7 @@ from zerda_async.core.index import CorpusIndex, VectorDType, unit_rows
 from zerda_async.core.index.chunks import chunk_text
 from zerda_async.core.index.vector_index import Matrix
 from zerda_async.core.retrieval import IndexRetriever, IndexSearches, VectorRetriever
-from zerda_async.embedders._embedder import Embedder, check_embeddings, check_query_vector
+from zerda_async.embedders import Embedder, check_embeddings, check_query_vector
 from zerda_async.errors import EmbeddingError, IndexStateError
 from zerda_async.runtime import run_in_thread
 

@@ -7,7 +7,14 @@ for one job; :func:`run_job` drives it synchronously (the sync facade) and
 """
 
 from zerda_async.pipeline._async_runner import AsyncRunner
-from zerda_async.pipeline._job import RUN_KEYWORDS, Ahead, Job, RunOptions, make_job
+from zerda_async.pipeline._job import (
+    RUN_KEYWORDS,
+    Ahead,
+    Job,
+    RunOptions,
+    check_run_keywords,
+    make_job,
+)
 from zerda_async.pipeline._offload import OffloadPolicy, apply_group, default_threshold_ms
 from zerda_async.pipeline._operations import (
     MultiQueryPlan,
@@ -45,6 +52,7 @@ __all__ = [
     "build_context",
     "build_multi_query_context",
     "build_result",
+    "check_run_keywords",
     "compress_context",
     "context_stats",
     "default_threshold_ms",

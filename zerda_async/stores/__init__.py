@@ -37,11 +37,13 @@ from zerda_async.stores._protocols import (
     IndexStore,
     LearningSample,
     LearningStore,
+    SearchMode,
     SessionStore,
     StoredChunk,
     StoredTurn,
 )
 from zerda_async.stores._set import Stores
+from zerda_async.stores._urls import redact
 from zerda_async.stores._version import VERSION_POLL_SECONDS, VersionClock
 
 _LAZY = {
@@ -75,6 +77,7 @@ __all__ = [
     "RedisCacheStore",
     "RedisLearningStore",
     "RedisSessionStore",
+    "SearchMode",
     "SessionStore",
     "StoredChunk",
     "StoredTurn",
@@ -84,6 +87,7 @@ __all__ = [
     "matches",
     "parse_filters",
     "query_terms",
+    "redact",
 ]
 
 

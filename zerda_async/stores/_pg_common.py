@@ -19,15 +19,9 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ..errors import StoreSchemaError, StoreUnavailableError
+from ._urls import redact
 
 __all__ = ["PgPool", "redact", "valid_prefix"]
-
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
-
-
-def redact(url: str) -> str:
-    """``url`` without its password."""
-    return _PASSWORD.sub(r"\1***@", url)
 
 
 def valid_prefix(prefix: str) -> str:

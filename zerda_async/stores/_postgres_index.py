@@ -30,7 +30,7 @@ tokeniser in Python, so the analyser is exactly the in-memory one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import psycopg
@@ -53,11 +53,10 @@ from ._pg_writes import (
     log_removed,
     prepare,
 )
+from ._protocols import SearchMode
 from ._version import VERSION_POLL_SECONDS
 
 __all__ = ["PostgresIndexStore"]
-
-SearchMode = Literal["exact", "hnsw", "local"]
 
 _VECTORS_STEP = 5
 """The schema step that moved the vectors into a table of their own."""

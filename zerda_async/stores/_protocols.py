@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from numpy.typing import ArrayLike
 
@@ -37,10 +37,15 @@ __all__ = [
     "IndexStore",
     "LearningSample",
     "LearningStore",
+    "SearchMode",
     "SessionStore",
     "StoredChunk",
     "StoredTurn",
 ]
+
+
+SearchMode = Literal["exact", "hnsw", "local"]
+"""How a PostgreSQL index store searches: exact cosine in SQL, HNSW, or a local copy."""
 
 
 @dataclass(frozen=True, slots=True)

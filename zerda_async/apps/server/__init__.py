@@ -8,9 +8,11 @@ See :mod:`zerda_async.apps.server._app` for the endpoints and error statuses.
 
 from zerda_async.apps import HTTPProblem
 from zerda_async.apps.server._app import EngineOpener, EnginePool, ServiceSettings, create_app
+from zerda_async.apps.server._replica import EMBEDDER_SETTING
 from zerda_async.apps.server._run import index_app, serve_index, serve_stores, store_app
 
 __all__ = [
+    "EMBEDDER_SETTING",
     "EngineOpener",
     "EnginePool",
     "HTTPProblem",

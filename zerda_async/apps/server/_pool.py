@@ -26,7 +26,7 @@ from typing import Any, Literal
 import anyio
 import anyio.abc
 
-from zerda_async.engine._engine import AsyncContextEngine
+from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import EngineClosedError
 
 __all__ = ["EngineOpener", "EnginePool"]

@@ -25,14 +25,13 @@ import anyio
 from zerda_async.apps._profiles import EF_SEARCH, KEYWORD_ONLY, profile_config
 from zerda_async.apps._saved_index import open_index
 from zerda_async.core.config import ContextEngineConfig
-from zerda_async.embedders import embedder_from_params
-from zerda_async.embedders._hashing import HashingEmbedder
-from zerda_async.engine._engine import AsyncContextEngine
+from zerda_async.embedders import HashingEmbedder, embedder_from_params
+from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import StoreUnavailableError, UsageError
 from zerda_async.stores import VERSION_POLL_SECONDS, MemorySessionStore, Stores
 
 if TYPE_CHECKING:
-    from zerda_async.stores._postgres_index import SearchMode
+    from zerda_async.stores import SearchMode
 
 __all__ = [
     "EMBEDDER_SETTING",
@@ -256,7 +255,7 @@ class StoreSet:
 
     def description(self) -> dict[str, Any]:
         """What ``/healthz`` shows about the stores (no passwords)."""
-        from zerda_async.stores._pg_common import redact
+        from zerda_async.stores import redact
 
         return {"store": redact(self.store), "state": redact(self.state)}
 

@@ -32,7 +32,7 @@ from zerda_async.apps.server._schemas import (
 )
 from zerda_async.apps.server._sse import EventStreamResponse, encode_event, sse_record
 from zerda_async.core.templates import TEMPLATE_NAMES
-from zerda_async.engine._engine import AsyncContextEngine
+from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import EngineClosedError
 from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
 

@@ -20,7 +20,7 @@ from zerda_async.apps.server._access import ACCESS_LOGGER
 from zerda_async.apps.server._app import ServiceSettings, create_app
 from zerda_async.apps.server._replica import StoreSet, is_postgres_url
 from zerda_async.core.config import ContextEngineConfig, config_from_json, config_to_json
-from zerda_async.engine._engine import AsyncContextEngine
+from zerda_async.engine import AsyncContextEngine
 
 __all__ = ["app_from_environment", "index_app", "serve_index", "serve_stores", "store_app"]
 

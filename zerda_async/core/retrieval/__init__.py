@@ -10,6 +10,7 @@ index — the in-process one searched by :class:`IndexSearches` through
 
 from __future__ import annotations
 
+from ._common import stable_top
 from .coverage import QueryWeights, annotate_coverage
 from .fusion import (
     RRF_K,
@@ -54,5 +55,6 @@ __all__ = [
     "method_list",
     "method_weights",
     "plan_search",
+    "stable_top",
     "tokenize",
 ]
