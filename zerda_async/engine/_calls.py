@@ -1,13 +1,9 @@
 """Submitting jobs to the async runner and waiting for them: one, many, or a set.
 
 The engine's ``run``, ``run_many`` and ``run_multi`` are thin wrappers over
-these, so the cancellation and timeout rules live in one place:
-
-* a caller that gives up (cancelled, timed out) before its request's commit
-  started abandons it, and the request changes no shared state;
-* once the commit started, the request will take effect: the caller waits
-  for it (shielded) instead of reporting a cancellation that did not happen;
-* a ``TimeoutError`` carries a note saying where the request was waiting.
+these.  The cancellation rule (abandoned before its commit started, waited
+for once it did) is the runner's: :meth:`AsyncRunner.wait`.  Here: the
+deadlines, and a ``TimeoutError``'s note saying where the request was waiting.
 
 ``run_one`` lets a request that finds the runner idle run in the caller's
 task (``AsyncRunner.try_inline``): the same stages and rules, without the
@@ -54,27 +50,8 @@ async def _run_one(runner: AsyncRunner, job: Job, holder: list[Request]) -> Cont
     else:
         request = await runner.submit(job)
         holder.append(request)
-        await _wait(runner, request)
+        await runner.wait(request)  # the runner's cancellation rule
     return request.result()
-
-
-async def _wait(runner: AsyncRunner, request: Request) -> None:
-    try:
-        await request.done.wait()
-    except anyio.get_cancelled_exc_class():
-        if not request.committing:
-            runner.abandon(request)
-            raise
-        # Too late to give up: the commit has started and will complete,
-        # changing shared state.  Reporting a cancellation would hide a request
-        # that took effect, so wait for it (shielded) and return its outcome;
-        # an enclosing cancelled scope still cancels the caller at its next
-        # checkpoint.
-        with anyio.CancelScope(shield=True):
-            await request.done.wait()
-    except BaseException:
-        runner.abandon(request)
-        raise
 
 
 async def run_jobs(

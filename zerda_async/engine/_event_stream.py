@@ -156,13 +156,11 @@ class EventStream:
                 except anyio.EndOfStream:
                     return None
                 except anyio.get_cancelled_exc_class():
-                    if not request.committing:
+                    # The runner's rule, as in run(): a request whose commit
+                    # started completes (the stream too); else the caller gives
+                    # up, and closing the stream abandons the request.
+                    if not await self._runner.see_through(request):
                         raise
-                    # Too late to give up, as in run(): the commit started
-                    # and will change shared state, so the stream completes
-                    # instead of reporting a cancellation or timeout.
-                    with anyio.CancelScope(shield=True):
-                        await request.done.wait()
                     continue
 
     def _remaining(self) -> float | None:

@@ -277,6 +277,42 @@ class AsyncRunner:
         if request.embed_call is not None:
             request.embed_call.abandoned()
 
+    # -- waiting: the one cancellation rule -------------------------------------------------
+
+    async def wait(self, request: Request) -> None:
+        """Wait until ``request`` is finished, under the runner's one cancellation rule.
+
+        A caller that gives up (cancelled, timed out, any error) before the
+        request's commit started abandons it: it changes no shared state.
+        Once the commit started, the request will take effect, so the caller
+        waits for it (shielded) instead of reporting a cancellation that did
+        not happen; an enclosing cancelled scope still cancels the caller at
+        its next checkpoint.
+        """
+        try:
+            await request.done.wait()
+        except anyio.get_cancelled_exc_class():
+            if not await self.see_through(request):
+                self.abandon(request)
+                raise
+        except BaseException:
+            self.abandon(request)
+            raise
+
+    async def see_through(self, request: Request) -> bool:
+        """On a caller's cancellation: wait (shielded) for a request whose commit started.
+
+        True once such a request is finished; False, at once, for one whose
+        commit has not started (the caller gives it up: :meth:`abandon`).  For
+        callers that wait on something else than :meth:`wait` does (a stream
+        of the request's events).
+        """
+        if not request.committing:
+            return False
+        with anyio.CancelScope(shield=True):
+            await request.done.wait()
+        return True
+
     def where(self, request: Request) -> str:
         """Where ``request`` is in the pipeline, for a timeout's message."""
         phase = request.phase
