@@ -9,7 +9,8 @@
      ├── IndexStateError (RuntimeError)     the index cannot do that (no index, no embedder)
      ├── IndexFormatError (ValueError)      a saved index directory is unusable (names the file)
      ├── IndexDirectoryError (ValueError)   a directory holds no index the CLI can open
-     ├── StageFailedError (RuntimeError)    a pipeline stage failed (apps: stage and type)
+     ├── StageFailedError (RuntimeError)    a pipeline stage failed (kept for callers; the apps
+     │                                      now pass the stage's own exception through)
      ├── RequestBodyError (ValueError)      an HTTP request body does not decode (names the field)
      ├── MediaTypeError (ValueError)        an HTTP request body is not declared as JSON
      ├── AuthenticationError                an HTTP request lacks the service's API key

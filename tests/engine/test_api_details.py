@@ -1,11 +1,16 @@
-"""Stream events report the budget used; aclose() from another task."""
+"""Stream events report the budget used; aclose() from another task; a failed stream's error."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from support.corpus import CORPUS
+from support.embedding import hashed_embedding
 
 from zerda_async import AsyncContextEngine
-from zerda_async.events import AnalysisEvent, ComposedEvent
+from zerda_async.errors import failed_stage
+from zerda_async.events import AnalysisEvent, ComposedEvent, ErrorEvent
 
 pytestmark = pytest.mark.anyio
 
@@ -40,3 +45,21 @@ async def test_aclose_may_be_awaited_from_another_task() -> None:
         with pytest.raises(EngineClosedError):
             await engine.run("after closing")
     assert result.context
+
+
+async def test_a_streams_error_is_the_stages_own_exception() -> None:
+    """What the error event describes in text, ``EventStream.error`` holds unchanged."""
+    boom = RuntimeError("embedder exploded")
+
+    def embed(text: Any) -> Any:
+        if "boom" in str(text):
+            raise boom
+        return hashed_embedding(text)
+
+    async with AsyncContextEngine() as engine:
+        await engine.index(CORPUS, embed_fn=embed)
+        async with engine.stream("boom goes the query") as events:
+            assert events.error is None
+            seen = [event async for event in events]
+    assert isinstance(seen[-1], ErrorEvent) and seen[-1].message == "embedder exploded"
+    assert events.error is boom and failed_stage(boom) == seen[-1].stage == "retrieval"

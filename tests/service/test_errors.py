@@ -12,6 +12,7 @@ import pytest
 
 from zerda_async import AsyncContextEngine
 from zerda_async.apps.server import ServiceSettings, create_app
+from zerda_async.errors import EmbeddingServiceError
 from zerda_async.events import StageEvent
 
 from .support import SlowEmbedder, SyncEmbedder, live_server, memory_opener, read_sse
@@ -233,3 +234,35 @@ async def test_a_failing_stage_gives_500_or_an_error_event() -> None:
     assert ok.status_code == 200
     assert 'zerda_http_errors_total{path="/v1/context/stream",status="stream"} 1' in metrics
     assert 'zerda_http_errors_total{path="/v1/context",status="500"} 1' in metrics
+
+
+class ServiceFailingEmbedder(SyncEmbedder):
+    """Fails like a remote embedding service on texts containing ``fail_on``."""
+
+    def __call__(self, text: Any) -> Any:
+        if self.fail_on is not None and self.fail_on in str(text):
+            raise EmbeddingServiceError("http://127.0.0.1:9/v1/embeddings answered 503", 503)
+        return super().__call__(text)
+
+
+async def test_a_stage_error_reaches_the_service_unchanged() -> None:
+    """Reported by its own type: the project's errors by the table, a component's as type
+    and stage, on /v1/context and /v1/context/multi alike (nothing rebuilt from event text)."""
+    service_down, exploding = ServiceFailingEmbedder(), SyncEmbedder()
+    down_app, exploding_app = (
+        create_app(memory_opener(service_down)),
+        create_app(memory_opener(exploding)),
+    )
+    multi = {"queries": ["What is BM25?", "boom twice"], "global_budget": None}
+    async with live_server(down_app) as url, httpx.AsyncClient(base_url=url) as client:
+        service_down.fail_on = "boom"
+        down = await client.post("/v1/context", json={"query": "boom goes the query"})
+    async with live_server(exploding_app) as url, httpx.AsyncClient(base_url=url) as client:
+        exploding.fail_on = "boom"
+        exploded_multi = await client.post("/v1/context/multi", json=multi)
+    # The embedding service's own error: 502 by the table, its own message.
+    assert down.status_code == 502, down.text
+    assert down.json()["error"] == "http://127.0.0.1:9/v1/embeddings answered 503"
+    # A component's exception in run_multi: its type and stage, not "internal error".
+    assert exploded_multi.status_code == 500
+    assert exploded_multi.json()["error"] == "RuntimeError in stage retrieval"

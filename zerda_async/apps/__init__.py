@@ -13,7 +13,13 @@ Everything else here is internal to those.
 
 from zerda_async.apps._demo import DemoChunk, load_demo_corpus
 from zerda_async.apps._ingest import split_text
-from zerda_async.apps._reports import REPORTS, ErrorReport, HTTPProblem, report_for
+from zerda_async.apps._reports import (
+    REPORTS,
+    ErrorReport,
+    HTTPProblem,
+    report_for,
+    stage_failure,
+)
 
 __all__ = [
     "REPORTS",
@@ -23,4 +29,5 @@ __all__ = [
     "load_demo_corpus",
     "report_for",
     "split_text",
+    "stage_failure",
 ]

@@ -32,9 +32,10 @@ from zerda_async.errors import (
     TokenizerUnavailableError,
     UsageError,
     ZerdaError,
+    failed_stage,
 )
 
-__all__ = ["REPORTS", "ErrorReport", "HTTPProblem", "report_for"]
+__all__ = ["REPORTS", "ErrorReport", "HTTPProblem", "report_for", "stage_failure"]
 
 
 class HTTPProblem(ZerdaError):
@@ -101,3 +102,19 @@ def report_for(exc: BaseException) -> ErrorReport:
         if found is not None:
             return found
     return _DEFAULT_REPORT
+
+
+def stage_failure(exc: BaseException) -> str | None:
+    """``"<type> in stage <stage>"`` for a component's own exception raised in a pipeline stage.
+
+    Such an exception (an embedder's ``RuntimeError``, a store client's
+    ``TimeoutError``) reaches the applications unchanged, with the note that
+    names its stage; its message is not ours and may hold query text, so the
+    service sends only this line (the CLI adds the message).  ``None`` for the
+    project's own errors, whose messages are meant to be shown, and for an
+    exception no stage raised.
+    """
+    stage = failed_stage(exc)
+    if stage is None or isinstance(exc, ZerdaError):
+        return None
+    return f"{type(exc).__name__} in stage {stage}"

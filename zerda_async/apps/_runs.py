@@ -8,16 +8,14 @@ events, so there is one way to do it.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator
-from contextlib import aclosing
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 
 from zerda_async.core.models import ContextResult
 from zerda_async.engine import AsyncContextEngine
-from zerda_async.errors import StageFailedError, StoreUnavailableError, ZerdaError
-from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
+from zerda_async.errors import ZerdaError
+from zerda_async.events import DoneEvent, ErrorEvent, event_name
 
 __all__ = ["STAGE_EVENTS", "TimedResult", "event_name", "run_timed"]
 
@@ -51,25 +49,23 @@ async def run_timed(
     ``filters`` and ``template`` are the run options of the same names
     (restricting filters; this request's template, ``None`` for the engine's).
 
-    Raises :class:`TimeoutError` past ``timeout`` seconds and
-    :class:`StageFailedError` when a stage fails.
+    Raises :class:`TimeoutError` past ``timeout`` seconds, and a failed
+    stage's exception itself (unchanged: its type, message and the note that
+    names the stage, :func:`zerda_async.errors.failed_stage`).
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    events = cast(
-        AsyncGenerator[StageEvent, None],
-        engine.stream(
-            query,
-            metadata_filters,
-            max_chunks,
-            budget,
-            session_id=session_id,
-            filters=filters,
-            template=template,
-            timeout=timeout,
-        ),
+    events = engine.stream(
+        query,
+        metadata_filters,
+        max_chunks,
+        budget,
+        session_id=session_id,
+        filters=filters,
+        template=template,
+        timeout=timeout,
     )
-    async with aclosing(events):
+    async with events:
         async for event in events:
             if isinstance(event, DoneEvent):
                 return TimedResult(
@@ -79,16 +75,10 @@ async def run_timed(
                     total_ms=(time.perf_counter() - started) * 1000,
                 )
             if isinstance(event, ErrorEvent):
-                if event.error_type == StoreUnavailableError.__name__:
-                    # A store that does not answer is reported as itself (503, naming it).
-                    raise _store_error(event.message)
-                raise StageFailedError(event.stage, event.error_type, event.message)
+                # The stage's own exception, unchanged (its note names the
+                # stage): the CLI and the service report it by its type.
+                error = events.error
+                assert error is not None, "an error event comes with its request's exception"
+                raise error
             timings[event_name(event)] = event.duration_ms
     raise ZerdaError("the event stream ended without a result")
-
-
-def _store_error(message: str) -> StoreUnavailableError:
-    """The store error again from its message (as a stream's error event carries it)."""
-    head, _, problem = message.partition(" is unavailable: ")
-    store, _, url = head.partition(" at ")
-    return StoreUnavailableError(store, url, problem)

@@ -28,7 +28,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from zerda_async.apps import report_for
+from zerda_async.apps import report_for, stage_failure
 from zerda_async.apps._cli_args import (
     build_parser,
 )
@@ -51,6 +51,9 @@ def _leaf(exc: BaseException) -> BaseException:
 
 
 def _message(exc: BaseException) -> str:
+    stage_line = stage_failure(exc)
+    if stage_line is not None:  # a component's own exception, raised in a stage
+        return f"{stage_line}: {' '.join(str(exc).split())}"
     if isinstance(exc, TimeoutError):
         return "timed out"
     text = " ".join((str(exc) or type(exc).__name__).split())

@@ -106,6 +106,21 @@ class EventStream:
         self._started = False
         self._closed = False
 
+    @property
+    def error(self) -> BaseException | None:
+        """The failed request's exception itself, as its stage raised it (type, message, notes).
+
+        What the stream's :class:`~zerda_async.events.ErrorEvent` describes in
+        text, for a caller that reports the error itself (the CLI and the
+        service do).  ``None`` until the request finished, and for a request
+        that succeeded.
+        """
+        request = self._request
+        if request is None or not request.done.is_set():
+            return None
+        outcome = request.outcome
+        return outcome if isinstance(outcome, BaseException) else None
+
     # -- iteration ----------------------------------------------------------------------
 
     def __aiter__(self) -> EventStream:

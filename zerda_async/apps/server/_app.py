@@ -42,7 +42,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from zerda_async.apps import HTTPProblem, report_for
+from zerda_async.apps import HTTPProblem, report_for, stage_failure
 from zerda_async.apps.server._access import AccessLogMiddleware, BearerAuthMiddleware
 from zerda_async.apps.server._common import ServiceSettings, json_response, problem_response
 from zerda_async.apps.server._metrics import Metrics, MetricsMiddleware
@@ -83,6 +83,13 @@ def _guard(endpoint: _Endpoint, retry_after: int) -> Callable[[Request], Awaitab
             return await endpoint(request)
         except ZerdaError as exc:
             return problem_response(_problem_of(exc, retry_after))
+        except Exception as exc:
+            # A component's own exception from a stage, passed through unchanged:
+            # its status by the table, only its type and stage in the body.
+            line = stage_failure(exc)
+            if line is None:
+                raise  # not from a stage: the generic 500 handler
+            return problem_response(HTTPProblem(report_for(exc).http_status, line))
 
     return wrapped
 

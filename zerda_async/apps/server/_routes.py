@@ -33,7 +33,7 @@ from zerda_async.apps.server._schemas import (
 from zerda_async.apps.server._sse import EventStreamResponse, encode_event, sse_record
 from zerda_async.core.templates import TEMPLATE_NAMES
 from zerda_async.engine import AsyncContextEngine
-from zerda_async.errors import EngineClosedError
+from zerda_async.errors import EngineClosedError, failed_stage
 from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
 
 __all__ = ["Service"]
@@ -108,7 +108,9 @@ class Service:
         try:
             with anyio.fail_after(self.settings.request_timeout):
                 yield
-        except TimeoutError:
+        except TimeoutError as exc:
+            if failed_stage(exc) is not None:
+                raise  # a stage's own timeout (a store client's), not the deadline
             raise self._deadline_problem() from None
 
     # -- endpoints ----------------------------------------------------------------
