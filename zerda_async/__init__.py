@@ -45,6 +45,7 @@ from zerda_async.errors import (
     IndexStateError,
     ZerdaError,
 )
+from zerda_async.pipeline import RunOptions
 
 _compat.install()
 
@@ -70,6 +71,7 @@ __all__ = [
     "RankingConfig",
     "RetrievalMethod",
     "RetrieverConfig",
+    "RunOptions",
     "ScoredChunk",
     "SourceQuality",
     "ZerdaError",

@@ -25,6 +25,7 @@ from zerda_async.apps._saved_index import (
 )
 from zerda_async.apps._wire import result_out
 from zerda_async.errors import UsageError
+from zerda_async.pipeline import RunOptions
 
 __all__ = ["cmd_demo", "cmd_query", "cmd_serve"]
 
@@ -40,6 +41,13 @@ def cmd_query(args: argparse.Namespace) -> int:
     filters = dict(args.filter) or None
     where = where_filters(args.where)
     template = args.template or config.composer.template
+    options = RunOptions(
+        metadata_filters=filters,
+        max_chunks=args.max_chunks,
+        override_budget=args.budget,
+        filters=where,
+        template=args.template,
+    )
     started = time.perf_counter()
     load_ms = 0.0
 
@@ -47,16 +55,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         nonlocal load_ms
         async with open_index(args.index_dir, config) as engine:
             load_ms = (time.perf_counter() - started) * 1000
-            return await run_timed(
-                engine,
-                args.question,
-                metadata_filters=filters,
-                max_chunks=args.max_chunks,
-                budget=args.budget,
-                filters=where,
-                template=args.template,
-                timeout=args.timeout,
-            )
+            return await run_timed(engine, args.question, options, timeout=args.timeout)
 
     timed = anyio.run(run)
     timings = f"timings: {format_timings(timed.timings_ms, timed.total_ms)} (load {load_ms:.1f} ms)"

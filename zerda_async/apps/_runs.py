@@ -8,7 +8,6 @@ events, so there is one way to do it.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import msgspec
 
@@ -16,6 +15,7 @@ from zerda_async.core.models import ContextResult
 from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import ZerdaError
 from zerda_async.events import DoneEvent, ErrorEvent, event_name
+from zerda_async.pipeline import RunOptions
 
 __all__ = ["STAGE_EVENTS", "TimedResult", "event_name", "run_timed"]
 
@@ -35,19 +35,11 @@ class TimedResult(msgspec.Struct):
 async def run_timed(
     engine: AsyncContextEngine,
     query: str,
+    options: RunOptions | None = None,
     *,
-    metadata_filters: dict[str, Any] | None = None,
-    max_chunks: int | None = None,
-    budget: int | None = None,
-    session_id: str | None = None,
-    filters: dict[str, Any] | None = None,
-    template: str | None = None,
     timeout: float | None = None,
 ) -> TimedResult:
-    """Run ``query`` and collect its stage timings.
-
-    ``filters`` and ``template`` are the run options of the same names
-    (restricting filters; this request's template, ``None`` for the engine's).
+    """Run ``query`` with ``options`` (one :class:`RunOptions`) and collect its stage timings.
 
     Raises :class:`TimeoutError` past ``timeout`` seconds, and a failed
     stage's exception itself (unchanged: its type, message and the note that
@@ -55,16 +47,7 @@ async def run_timed(
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    events = engine.stream(
-        query,
-        metadata_filters,
-        max_chunks,
-        budget,
-        session_id=session_id,
-        filters=filters,
-        template=template,
-        timeout=timeout,
-    )
+    events = engine.stream(query, timeout=timeout, options=options)
     async with events:
         async for event in events:
             if isinstance(event, DoneEvent):

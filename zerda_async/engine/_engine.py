@@ -21,6 +21,7 @@ from typing import Any, Self, Unpack
 import anyio
 import anyio.abc
 import anyio.to_thread
+import msgspec
 
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.index import VECTOR_DTYPES, VectorDType
@@ -40,7 +41,7 @@ from zerda_async.pipeline import (
     EngineState,
     Job,
     RunnerSettings,
-    check_run_keywords,
+    RunOptions,
     join_multi_query,
     make_job,
     plan_multi_query,
@@ -256,6 +257,7 @@ class AsyncContextEngine(IndexMethods, StateMethods):
         filters: dict[str, Any] | None = None,
         template: str | None = None,
         timeout: float | None = None,
+        options: RunOptions | None = None,
     ) -> ContextResult:
         """Run the pipeline for ``query``; raises ``TimeoutError`` after ``timeout`` seconds.
 
@@ -264,7 +266,8 @@ class AsyncContextEngine(IndexMethods, StateMethods):
         chunks whose metadata satisfy it (equality, ``{"$in": [...]}``, numeric
         ranges such as ``{"$gte": 1, "$lt": 5}``; the boosting
         ``metadata_filters`` stay as documented); ``template`` composes this
-        request with that template (or ``"auto"``).  A bad filter or template
+        request with that template (or ``"auto"``).  ``options`` gives them all
+        as one :class:`RunOptions` instead.  A bad filter or template
         raises ``ConfigError`` naming it, before anything runs.  A cancelled or
         timed-out request changes no shared state.  A ``TimeoutError`` carries a note saying
         where the request was waiting (a pipeline stage, a queue).
@@ -280,6 +283,7 @@ class AsyncContextEngine(IndexMethods, StateMethods):
             record_turn=record_turn,
             filters=filters,
             template=template,
+            options=options,
         )
         return await run_one(self._runner, job, timeout)
 
@@ -296,6 +300,7 @@ class AsyncContextEngine(IndexMethods, StateMethods):
         filters: dict[str, Any] | None = None,
         template: str | None = None,
         timeout: float | None = None,
+        options: RunOptions | None = None,
     ) -> EventStream:
         """One typed event per stage, then ``done`` (or ``error``); see :mod:`.events`.
 
@@ -317,6 +322,7 @@ class AsyncContextEngine(IndexMethods, StateMethods):
                 record_turn=record_turn,
                 filters=filters,
                 template=template,
+                options=options,
             )
 
         return EventStream(self._runner, new_job, timeout)
@@ -338,9 +344,10 @@ class AsyncContextEngine(IndexMethods, StateMethods):
         self._check_open()
         timeout = run_kwargs.pop("timeout", None)
         session_id = run_kwargs.pop("session_id", None)
+        options = run_kwargs.pop("options", None)
         # Reliability: a bad keyword raises TypeError before anything is submitted.
-        check_run_keywords(run_kwargs)
-        jobs = (make_job(query, session_id, **run_kwargs) for query in queries)
+        make_job("", session_id, options=options, **run_kwargs)
+        jobs = (make_job(q, session_id, options=options, **run_kwargs) for q in queries)
         return await run_jobs(
             self._runner, jobs, concurrency or len(queries) or 1, timeout, return_exceptions
         )
@@ -361,12 +368,12 @@ class AsyncContextEngine(IndexMethods, StateMethods):
             if reserved in kwargs:
                 raise TypeError(f"run() got multiple values for keyword argument '{reserved}'")
         timeout = kwargs.pop("timeout", None)
-        job_kwargs = {k: v for k, v in kwargs.items() if k != "session_id"}
+        base = make_job("", kwargs.pop("session_id", None), **kwargs).options
+        if base.override_budget is not None or not base.record_turn:
+            raise TypeError("run_multi() sets override_budget and record_turn itself")
         jobs = [
-            make_job(
-                query, kwargs.get("session_id"), override_budget=b, record_turn=False, **job_kwargs
-            )
-            for query, b in zip(plan.queries, plan.budgets, strict=True)
+            make_job(q, options=msgspec.structs.replace(base, override_budget=b, record_turn=False))
+            for q, b in zip(plan.queries, plan.budgets, strict=True)
         ]
         requests = await submit_all(self._runner, jobs, timeout)
         contexts = [request.result().context for request in requests]

@@ -28,6 +28,11 @@ __all__ = [
 class RunOptions(msgspec.Struct, frozen=True):
     """The caller's arguments of one ``run`` call (documented names and defaults first).
 
+    One object that the engine's ``run``, ``stream``, ``run_many`` and
+    ``run_multi`` take as ``options=`` (the keyword arguments of the same names
+    stay the documented convenience; give one or the other), and that the
+    command line and the service build once per request.
+
     ``filters`` restricts retrieval to the chunks whose metadata satisfy it
     (the language of :mod:`zerda_async.core.filter_language`); ``template``
     composes this request with another template (``None``: the configuration's).
@@ -99,17 +104,45 @@ class Job(msgspec.Struct):
     ahead: Ahead | None = None
 
 
-def make_job(query: Any, session_id: str | None = None, **run_kwargs: Any) -> Job:
+def make_job(
+    query: Any,
+    session_id: str | None = None,
+    *,
+    options: RunOptions | None = None,
+    **run_kwargs: Any,
+) -> Job:
     """The job of one ``run(query, **run_kwargs)`` call; every engine entry point uses it.
 
     ``run_kwargs`` are the documented keywords of ``run()``
     (:data:`RUN_KEYWORDS`); any other raises the ``TypeError`` Python raises
-    for an unexpected keyword, before anything is submitted.
+    for an unexpected keyword, before anything is submitted.  ``options`` is
+    the same as one object; with it, the keywords must keep their defaults.
     """
     check_run_keywords(run_kwargs)
-    options = RunOptions(session_id=session_id, **run_kwargs)
+    if options is None:
+        options = RunOptions(session_id=session_id, **run_kwargs)
+    else:
+        _check_options_alone(options, session_id, run_kwargs)
     check_run_options(options)
     return Job(query=query, options=options)
+
+
+_DEFAULTS = RunOptions()
+
+
+def _check_options_alone(
+    options: Any, session_id: str | None, run_kwargs: Mapping[str, Any]
+) -> None:
+    """``TypeError`` for ``options=`` given with run keywords that differ from their defaults."""
+    if not isinstance(options, RunOptions):
+        raise TypeError(f"options must be a RunOptions, got {type(options).__name__}")
+    given = sorted(k for k, v in run_kwargs.items() if v != getattr(_DEFAULTS, k))
+    if session_id is not None:
+        given.append("session_id")
+    if given:
+        raise TypeError(
+            f"run() got options= and the keyword arguments {given}: give one or the other"
+        )
 
 
 def check_run_options(options: RunOptions) -> None:

@@ -35,19 +35,21 @@ from zerda_async.core.templates import TEMPLATE_NAMES
 from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import EngineClosedError, failed_stage
 from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
+from zerda_async.pipeline import RunOptions
 
 __all__ = ["Service"]
 
 
-def _run_options(req: ContextRequest | MultiRequest) -> dict[str, Any]:
-    """The body's fields that the engine's run options take under the same names."""
-    return {
-        "metadata_filters": req.metadata_filters,
-        "max_chunks": req.max_chunks,
-        "session_id": req.session_id,
-        "filters": req.filters,
-        "template": req.template,
-    }
+def _run_options(req: ContextRequest | MultiRequest, budget: int | None = None) -> RunOptions:
+    """The engine's run options of a request body (one object, built once per request)."""
+    return RunOptions(
+        metadata_filters=req.metadata_filters,
+        max_chunks=req.max_chunks,
+        override_budget=budget,
+        session_id=req.session_id,
+        filters=req.filters,
+        template=req.template,
+    )
 
 
 class Service:
@@ -121,7 +123,7 @@ class Service:
         async with self.admitted():
             with self._deadline():
                 engine = await self.engine()
-                timed = await run_timed(engine, req.query, budget=req.budget, **_run_options(req))
+                timed = await run_timed(engine, req.query, _run_options(req, req.budget))
         return result_out(
             timed.result,
             template=template,
@@ -142,7 +144,7 @@ class Service:
             with self._deadline():
                 engine = await self.engine()
                 context = await engine.run_multi(
-                    req.queries, req.global_budget, req.use_weighted, **_run_options(req)
+                    req.queries, req.global_budget, req.use_weighted, options=_run_options(req)
                 )
         return json_response(
             MultiResponse(
@@ -169,9 +171,8 @@ class Service:
                     AsyncGenerator[StageEvent, None],
                     engine.stream(
                         req.query,
-                        override_budget=req.budget,
                         timeout=max(0.0, deadline - anyio.current_time()),
-                        **_run_options(req),
+                        options=_run_options(req, req.budget),
                     ),
                 )
                 try:
