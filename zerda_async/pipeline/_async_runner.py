@@ -91,6 +91,7 @@ class AsyncRunner:
         # a remote vector store): never run it on the event loop.
         self.policy.external_calls = state.retriever is not None
         self.speculation = Speculation(state, stages, self.policy, self.limiter)
+        self.speculation.crowded = lambda: len(self._pending) > 1
         self.embedding = EmbeddingPhase(state, settings)
         self.commits = CommitPhase(state, stages, self.speculation, self._finish)
         self._ids = itertools.count(1)

@@ -13,7 +13,7 @@ commit, when history enrichment changed the query or the index changed since.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -48,6 +48,10 @@ class Speculation:
         # Set by the engine's index lifecycle: the corpus size decides the
         # placement before the policy has measured anything.
         self.corpus_size = 0
+        # Set by the runner: True while other requests are in flight, whose
+        # inline work would share the loop iteration (the policy's crowded
+        # threshold then applies).
+        self.crowded: Callable[[], bool] = lambda: False
 
     async def worker(self, recv: MemoryObjectReceiveStream[Request]) -> None:
         """One speculation worker: apply each request's speculative stages, in arrival order."""
@@ -97,7 +101,7 @@ class Speculation:
         """True when applying ``todo`` awaits: a stage that awaits, or a thread hop."""
         if any(stage.awaits(self.state) for stage in todo):
             return True
-        return self.policy.should_offload(self.corpus_size)
+        return self.policy.should_offload(self.corpus_size, self.crowded())
 
     def _ahead_for(self, job: Job, query: Any) -> Ahead:
         """The job's speculation record for ``query``, keeping what still holds."""
@@ -148,7 +152,7 @@ class Speculation:
         """
         if not stages:
             return
-        if self.policy.should_offload(self.corpus_size):
+        if self.policy.should_offload(self.corpus_size, self.crowded()):
             cost = await run_in_thread(apply_group, job, self.state, stages, limiter=self.limiter)
         else:
             cost = apply_group(job, self.state, stages)

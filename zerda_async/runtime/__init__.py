@@ -4,6 +4,7 @@ Internal: no stability promise outside zerda-async.
 """
 
 from zerda_async.runtime._offload_policy import (
+    CROWDED_THRESHOLD_MS,
     OFFLOAD_MIN_CORPUS,
     OffloadPolicy,
     default_threshold_ms,
@@ -18,6 +19,7 @@ from zerda_async.runtime._scan_threads import (
 from zerda_async.runtime._threads import run_in_thread
 
 __all__ = [
+    "CROWDED_THRESHOLD_MS",
     "OFFLOAD_MIN_CORPUS",
     "OffloadPolicy",
     "default_threshold_ms",

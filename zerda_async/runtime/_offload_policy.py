@@ -17,10 +17,31 @@ import anyio
 
 from zerda_async.runtime._threads import run_in_thread
 
-__all__ = ["OFFLOAD_MIN_CORPUS", "OffloadPolicy", "default_threshold_ms", "run_placed"]
+__all__ = [
+    "CROWDED_THRESHOLD_MS",
+    "OFFLOAD_MIN_CORPUS",
+    "OffloadPolicy",
+    "default_threshold_ms",
+    "run_placed",
+]
 
 OFFLOAD_MIN_CORPUS = 20_000
 """Chunks from which work is offloaded before its cost has been measured."""
+
+CROWDED_THRESHOLD_MS = 2.0
+"""Inline budget of one piece of work while other requests are in flight (ms).
+
+asyncio runs every task that is ready before it looks at its timers again,
+so inline pieces of concurrent requests add up: two speculation workers and
+the commit task can each run one in the same loop iteration, and a timer
+that falls due waits for up to two iterations.  Measured with 256 concurrent
+requests at 100,000 chunks (about 8 ms of CPU per request), the lone-request
+budget of :func:`default_threshold_ms` let the heartbeat of a 10 ms timer
+wake 45-200 ms late; at this budget that work goes to worker threads and the
+loop's lateness stays near a GIL switch interval, at the same throughput
+(``bench/bench_loop_stall.py``).  Requests over 10,000 chunks (under 1 ms of
+work each) stay inline, where they run fastest.
+"""
 
 _T = TypeVar("_T")
 _Ts = TypeVarTuple("_Ts")
@@ -53,13 +74,25 @@ class OffloadPolicy:
     ~800/s offloaded, and a busy loop makes every GIL hand-off of the worker
     cost a switch interval (:func:`default_threshold_ms`).  Work up to
     ``threshold_ms`` (``None``: :func:`default_threshold_ms`; each request
-    yields to the loop between groups) therefore runs inline.  Before any
-    measurement the corpus size decides.  Costs are the group's CPU time in
-    its thread, as an exponential moving average.
+    yields to the loop between groups) therefore runs inline when it is the
+    only request in flight, and up to ``crowded_threshold_ms`` when others
+    are (``None``: :data:`CROWDED_THRESHOLD_MS`, or ``threshold_ms`` when that
+    one was given, so an explicit threshold applies to every placement).
+    Before any measurement the corpus size decides.  Costs are the group's
+    CPU time in its thread, as an exponential moving average.
     """
 
-    def __init__(self, threshold_ms: float | None, min_corpus: int) -> None:
+    def __init__(
+        self,
+        threshold_ms: float | None,
+        min_corpus: int,
+        crowded_threshold_ms: float | None = None,
+    ) -> None:
+        if crowded_threshold_ms is None:
+            crowded_threshold_ms = CROWDED_THRESHOLD_MS if threshold_ms is None else threshold_ms
         self.threshold_ms = default_threshold_ms() if threshold_ms is None else threshold_ms
+        # Never more inline work under concurrency than for a lone request.
+        self.crowded_threshold_ms = min(crowded_threshold_ms, self.threshold_ms)
         self.min_corpus = min_corpus
         self.average_ms: float | None = None
         # True when the group calls caller code that may block on I/O (a plain
@@ -71,15 +104,20 @@ class OffloadPolicy:
         # tests use it to exercise both placements.
         self.forced: bool | None = None
 
-    def should_offload(self, corpus_size: int) -> bool:
-        """True when the next run of the group should go to a worker thread."""
+    def should_offload(self, corpus_size: int, crowded: bool = False) -> bool:
+        """True when the next run of the group should go to a worker thread.
+
+        ``crowded``: other requests are in flight, so inline work of theirs
+        may run in the same loop iteration (:data:`CROWDED_THRESHOLD_MS`).
+        """
         if self.forced is not None:
             return self.forced
         if self.external_calls:
             return True
         if self.average_ms is None:
             return corpus_size >= self.min_corpus
-        return self.average_ms > self.threshold_ms
+        limit = self.crowded_threshold_ms if crowded else self.threshold_ms
+        return self.average_ms > limit
 
     def observe(self, cost_ms: float) -> None:
         """Record the measured cost of one run of the group (without the hop)."""

@@ -1,0 +1,78 @@
+"""Under concurrency the runner keeps less work on the event loop than for a lone request.
+
+Inline stage groups of concurrent requests run back to back in one loop
+iteration, so the policy's crowded threshold (2 ms) applies while other
+requests are in flight; a lone request keeps the larger budget (10 ms).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from pipeline.helpers import chunks, serving
+from zerda_async.pipeline import EngineState, make_job
+from zerda_async.runtime import CROWDED_THRESHOLD_MS, OffloadPolicy, default_threshold_ms
+
+pytestmark = pytest.mark.anyio
+
+_RANK_CPU_MS = 5.0  # between the crowded threshold and the lone-request one
+
+
+def _costly_rank(state: EngineState, threads: list[str]) -> None:
+    """Make the rank stage cost ~5 ms of CPU and record the thread it runs in."""
+    rank = state.ranker.rank
+
+    def spinning(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        end = time.thread_time() + _RANK_CPU_MS / 1000
+        while time.thread_time() < end:
+            pass
+        return rank(*args, **kwargs)
+
+    state.ranker.rank = spinning
+
+
+def test_the_crowded_threshold_applies_only_while_others_are_in_flight() -> None:
+    assert CROWDED_THRESHOLD_MS < _RANK_CPU_MS < default_threshold_ms()
+    policy = OffloadPolicy(None, min_corpus=20_000)
+    policy.observe(_RANK_CPU_MS)
+    assert not policy.should_offload(100_000)
+    assert policy.should_offload(100_000, crowded=True)
+    # An explicit threshold is the caller's choice for every placement.
+    pinned = OffloadPolicy(10.0, min_corpus=20_000)
+    pinned.observe(_RANK_CPU_MS)
+    assert not pinned.should_offload(100_000, crowded=True)
+
+
+async def test_concurrent_requests_offload_what_a_lone_request_runs_inline() -> None:
+    loop_thread = threading.current_thread().name
+    threads: list[str] = []
+    state = EngineState()
+    async with serving(state, max_in_flight=16, workers=2) as runner:
+        # Indexed after the runner started, as the engine does: the runner
+        # then counts the retriever as its own, not as caller code.
+        state.index(chunks())
+        _costly_rank(state, threads)
+        # A lone request on an idle runner: measured, and kept on the loop.
+        for query in ("What is BM25?", "Where does the Nile flow?"):
+            request = runner.try_inline(make_job(query))
+            assert request is not None
+            await runner.run_inline(request)
+        assert threads == [loop_thread, loop_thread]
+        threads.clear()
+        requests = [
+            await runner.submit(make_job(f"question {i} about rank fusion")) for i in range(8)
+        ]
+        with anyio.fail_after(10):
+            for request in requests:
+                await request.done.wait()
+        assert all(r.result().context for r in requests)
+    # The ~5 ms groups of requests with others in flight went to worker threads
+    # (the first one or two may start before the next ones are submitted).
+    assert len(threads) == 8
+    assert threads.count(loop_thread) <= 2, threads
