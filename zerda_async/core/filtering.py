@@ -66,7 +66,17 @@ class ChunkFilter:
 
     def _filter_noise(self, chunks: list[ScoredChunk]) -> list[ScoredChunk]:
         """Drop chunks whose stripped text matches any noise pattern at its start."""
-        return [sc for sc in chunks if not any(p.match(sc.text.strip()) for p in self._noise_res)]
+        patterns = self._noise_res
+        if not patterns:
+            return list(chunks)
+        kept: list[ScoredChunk] = []
+        for sc in chunks:
+            # Resolved and stripped once per chunk, not once per pattern (a
+            # chunk's text is read through its chunk on every access).
+            stripped = sc.text.strip()
+            if not any(p.match(stripped) for p in patterns):
+                kept.append(sc)
+        return kept
 
     def _filter_length(self, chunks: list[ScoredChunk]) -> list[ScoredChunk]:
         """Keep chunks whose raw code-point length lies inside the inclusive window."""
