@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import hashlib
 import io
 import json
 import os
@@ -111,19 +112,29 @@ def _engine(n_chunks: int) -> tuple[EngineState, WaitingEmbedder]:
     return state, embedder
 
 
-def _timed_runs(state: EngineState, queries: list[str]) -> tuple[dict[str, list[float]], int]:
-    """Per stage (and whole call) the milliseconds of each run; the number of runs."""
+def _timed_runs(state: EngineState, queries: list[str]) -> tuple[dict[str, list[float]], str]:
+    """Per stage (and whole call) the milliseconds of each run; a digest of the outputs.
+
+    The digest covers every context, the citations and each used chunk's
+    scores, so two revisions show whether they produce the same bytes.
+    """
     per: dict[str, list[float]] = {}
+    digest = hashlib.sha256()
     for query in queries:
         job = make_job(query)
         started = time.perf_counter()
-        run_job(job, state)
+        result = run_job(job, state)
         total = (time.perf_counter() - started) * 1000
+        digest.update(result.context.encode())
+        digest.update(repr(result.citations).encode())
+        for sc in result.chunks_used:
+            scores = (sc.vector_score, sc.keyword_score, sc.composite_score, sc.retrieval_rank)
+            digest.update(f"{sc.doc_id}|{scores!r}".encode())
         for name, ms in job.timings.items():
             per.setdefault(name, []).append(ms)
         per.setdefault(TOTAL, []).append(total)
         per.setdefault(WALKER, []).append(total - sum(job.timings.values()))
-    return per, len(queries)
+    return per, digest.hexdigest()[:16]
 
 
 def measure(n_chunks: int, n_queries: int) -> dict[str, Any]:
@@ -133,7 +144,7 @@ def measure(n_chunks: int, n_queries: int) -> dict[str, Any]:
     for query in queries[:20]:
         run_job(make_job(query), state)
     gc.collect()
-    warm, _ = _timed_runs(state, queries[20 : 20 + n_queries])
+    warm, digest = _timed_runs(state, queries[20 : 20 + n_queries])
     waited_q = queries[20 + n_queries : 20 + 2 * n_queries][: max(40, n_queries // 5)]
     embedder.delay = WAIT
     embedder.spent.clear()
@@ -157,6 +168,7 @@ def measure(n_chunks: int, n_queries: int) -> dict[str, Any]:
         "fixed_after_wait": statistics.median(fixed),
         "sleep_overshoot": statistics.median(overshoot),
         "profile": out.getvalue(),
+        "digest": digest,
     }
 
 
@@ -200,6 +212,7 @@ def _combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "fixed_after_wait": statistics.median(r["fixed_after_wait"] for r in runs),
         "sleep_overshoot": statistics.median(r["sleep_overshoot"] for r in runs),
         "profile": runs[-1]["profile"],
+        "digest": ",".join(sorted({r["digest"] for r in runs})),
     }
 
 
