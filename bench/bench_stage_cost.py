@@ -23,8 +23,8 @@ Method
 * **Before/after in the same run**: ``--baseline REV`` (default ``main``)
   extracts that revision's ``zerda_async`` and ``sync_api`` with ``git
   archive`` into a temporary directory and runs this same script on it in a
-  child process, alternating with a child on this tree (``--pairs`` times,
-  medians of the children's medians).
+  child process, alternating with a child on this tree (``--pairs`` times, which one
+  goes first alternating too; medians of the children's medians).
 * A cProfile of the warm calls (top entries by own time) follows the table.
 
 Run ``.venv/bin/python bench/bench_stage_cost.py`` (``--quick`` for fewer
@@ -246,8 +246,10 @@ def main() -> None:
         base_runs, tree_runs = [], []
         with _extract(args.baseline) as base_dir:
             for pair in range(args.pairs):
-                base_runs.append(_child(Path(base_dir), args.chunks, n_queries))
-                tree_runs.append(_child(_HERE.parent, args.chunks, n_queries))
+                # Alternate which goes first, so neither always runs second.
+                order = [(base_runs, Path(base_dir)), (tree_runs, _HERE.parent)]
+                for runs, tree in order if pair % 2 == 0 else order[::-1]:
+                    runs.append(_child(tree, args.chunks, n_queries))
                 print(f"  pair {pair + 1}/{args.pairs} measured", flush=True)
         columns[f"before ({args.baseline})"] = _combine(base_runs)
         columns["after (this tree)"] = _combine(tree_runs)
@@ -257,6 +259,7 @@ def main() -> None:
         ["fixed cost after a 20 ms wait", *(c["fixed_after_wait"] for c in columns.values())]
     )
     rows.append(["time.sleep(0.020) overshoot", *(c["sleep_overshoot"] for c in columns.values())])
+    rows.append(["output digest (warm runs)", *(c["digest"] for c in columns.values())])
     table = format_table(["stage (median ms)", *columns], rows)
     last = list(columns.values())[-1]
     total = last["warm"][TOTAL]
