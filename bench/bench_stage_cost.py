@@ -243,7 +243,8 @@ def main() -> None:
     if args.no_baseline:
         columns["this tree"] = measure(args.chunks, n_queries)
     else:
-        base_runs, tree_runs = [], []
+        base_runs: list[dict[str, Any]] = []
+        tree_runs: list[dict[str, Any]] = []
         with _extract(args.baseline) as base_dir:
             for pair in range(args.pairs):
                 # Alternate which goes first, so neither always runs second.
