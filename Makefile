@@ -41,6 +41,8 @@ bench: setup
 	$(BIN)/python bench/bench_embedders.py
 	$(BIN)/python bench/bench_scaleout.py
 	$(BIN)/python bench/bench_replica_soak.py
+	$(BIN)/python bench/bench_stage_cost.py
+	$(BIN)/python bench/bench_loop_stall.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
