@@ -185,6 +185,11 @@ def _add_index(commands: Any) -> None:
     )
     _add_hnsw_flags(p)
     p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress line while embedding (it is only drawn on a terminal anyway)",
+    )
+    p.add_argument(
         "--dim",
         type=_positive_int,
         default=256,
@@ -363,8 +368,9 @@ def _add_profile_flags(p: argparse.ArgumentParser, building: bool) -> None:
             "--embedder",
             choices=EMBEDDER_CHOICES,
             default="auto",
-            help="auto (default): keyword only with the recommended profile, the lexical "
-            "hashing embedder with the documented one",
+            help="auto (default): the default embedder (multilingual E5) with the recommended "
+            "profile (keyword only if it is not installed), the lexical hashing embedder with "
+            "the documented one; none: keyword only",
         )
         return
     p.add_argument(

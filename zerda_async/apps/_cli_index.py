@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,8 @@ from zerda_async.apps._cli_args import (
     MIN_CHUNK,
     check_chunk_size,
 )
-from zerda_async.apps._console import PROG, ProgressBar, err
+from zerda_async.apps._console import PROG, err
+from zerda_async.apps._index_vectors import VECTOR_CACHE, start_embedding, store_cache_path
 from zerda_async.apps._ingest import SUFFIXES, read_paths
 from zerda_async.apps._profiles import (
     check_requested,
@@ -46,7 +46,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST_NAME).is_file():
+    # A directory holding only a vector cache is an interrupted first run: resume it.
+    if (
+        out.is_dir()
+        and not (out / MANIFEST_NAME).is_file()
+        and any(entry.name != VECTOR_CACHE for entry in out.iterdir())
+    ):
         raise UsageError(f"--out {out} is a non-empty directory that holds no zerda index")
     chunk_size = args.chunk_size or CHUNK_SIZES[args.profile]
     report = _read_report(args, chunk_size)
@@ -54,26 +59,33 @@ def cmd_index(args: argparse.Namespace) -> int:
     choice = choose_embedder(args.profile, args.embedder, args.dim)
     manifest = _index_manifest(args.profile, config, choice.name, choice.embedder)
     manifest.chunks, manifest.files = len(report.chunks), report.files
-    # Without an embedder, index() reports one phase only (tokenising): the bar
-    # must not call it "embedding".
-    phases = ("embedding", "tokenising") if choice.embedder is not None else ("tokenising",)
-    progress = ProgressBar(sys.stderr, phases)
+    texts = [c.text for c in report.chunks]
+    embedding = None
+    if choice.embedder is not None:
+        embedding = start_embedding(choice.embedder, texts, out / VECTOR_CACHE, quiet=args.quiet)
     started = time.perf_counter()
 
     async def run() -> None:
         async with AsyncContextEngine(config) as engine:
-            await build_index(engine, report.chunks, choice.embedder, progress)
+            embedder = None if embedding is None else embedding.embedder
+            await build_index(engine, report.chunks, embedder)
             await save_index(engine, out, manifest)
 
     try:
         anyio.run(run)
-    finally:
-        progress.close()
+    except BaseException:
+        if embedding is not None:
+            embedding.abort()  # what was embedded stays cached: the next run resumes
+        raise
+    if embedding is not None:
+        embedding.finish(texts)
     elapsed = time.perf_counter() - started
     print(
         f"indexed {len(report.chunks)} chunks from {len(report.files)} file(s) into {out} "
         f"in {elapsed:.2f} s ({len(report.skipped)} skipped)"
     )
+    if embedding is not None:
+        print(embedding.summary())
     print(f"{describe_embedder(manifest)}; chunks of at most {chunk_size} characters")
     return 0
 
@@ -192,9 +204,7 @@ async def _write_store(
         gone = await _stale_doc_ids(store, report)
         vectors = None
         if choice.embedder is not None:
-            texts = [c.text for c in report.chunks]
-            batch = getattr(choice.embedder, "embed_batch", None)
-            vectors = batch(texts) if batch else [choice.embedder(t) for t in texts]
+            vectors = await _store_vectors(args, store, report, choice.embedder)
         version: int = await store.replace(report.chunks, vectors, also_remove=gone)
         if not args.hnsw:
             return version, None
@@ -203,6 +213,34 @@ async def _write_store(
         return version, time.perf_counter() - started_hnsw
     finally:
         await store.aclose()
+
+
+async def _store_vectors(args: argparse.Namespace, store: Any, report: Any, embedder: Any) -> Any:
+    """The chunks' vectors: those the store or the cache holds reused, the rest embedded.
+
+    Embedding runs in a worker thread (the event loop keeps the store's
+    connection alive), behind a progress line; the cache file keeps what an
+    interrupted run embedded.
+    """
+    from zerda_async.stores import stored_vectors
+
+    texts = [c.text for c in report.chunks]
+    # The files' chunks as stored before (any chunking): their vectors are reused.
+    stems = {str(c.doc_id).rsplit("#", 1)[0] for c in report.chunks}
+    before = [d for d in await store.doc_ids() if d.rsplit("#", 1)[0] in stems]
+    known = await stored_vectors(store, before)
+    path = store_cache_path(args.store, embedder.params())
+    embedding = await anyio.to_thread.run_sync(
+        lambda: start_embedding(embedder, texts, path, quiet=args.quiet, preload=known)
+    )
+    try:
+        vectors = await anyio.to_thread.run_sync(embedding.embedder.embed_batch, texts)
+    except BaseException:
+        embedding.abort()
+        raise
+    embedding.finish(texts)
+    print(embedding.summary())
+    return vectors
 
 
 async def _stale_doc_ids(store: Any, report: Any) -> list[str]:

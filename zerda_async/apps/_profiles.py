@@ -4,13 +4,12 @@ Two profiles: ``recommended`` (:meth:`ContextEngineConfig.recommended`, the
 default) and ``documented`` (``ContextEngineConfig()``, the documented package's
 behaviour).  The embedder of an index follows the profile unless named:
 
-* ``recommended``: none, keyword search only.  The default embedder
-  (:func:`zerda_async.embedders.default_embedder`, the multilingual Universal
-  Sentence Encoder) measured *worse* than keyword-only retrieval with the
-  recommended analyser at every fusion weight tried (``bench/bench_quality.py``:
-  MRR@20 0.02-0.05 lower on Arabic, English and mixed corpora; it cannot tell
-  off-topic questions apart either), so by the rule of issue 10 it is not the
-  default: ``--embedder use-multilingual-v3`` opts in;
+* ``recommended``: the default embedder
+  (:func:`zerda_async.embedders.default_embedder`: multilingual E5 small with
+  the ``embed`` extra), keyword search only when none is installed.  E5 is what
+  finds an English chunk for an Arabic question (and the reverse), which no
+  keyword can (issue 19); ``--embedder none`` builds a keyword-only index,
+  ``--embedder use-multilingual-v3`` the older Universal Sentence Encoder one;
 * ``documented``: the lexical :class:`HashingEmbedder` (what ``zerda index``
   always used).
 
@@ -26,7 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from zerda_async.core.config import ContextEngineConfig
-from zerda_async.embedders import HashingEmbedder, UniversalSentenceEncoder, default_embedder
+from zerda_async.embedders import (
+    E5Embedder,
+    HashingEmbedder,
+    UniversalSentenceEncoder,
+    default_embedder,
+    e5_available,
+    use_available,
+)
 from zerda_async.errors import UsageError
 
 __all__ = [
@@ -50,7 +56,13 @@ DEFAULT_PROFILE = "recommended"
 KEYWORD_ONLY = "none"
 """``--embedder`` value (and manifest record) of an index without vectors."""
 
-EMBEDDER_CHOICES = ("auto", KEYWORD_ONLY, HashingEmbedder.name, UniversalSentenceEncoder.name)
+EMBEDDER_CHOICES = (
+    "auto",
+    KEYWORD_ONLY,
+    E5Embedder.name,
+    HashingEmbedder.name,
+    UniversalSentenceEncoder.name,
+)
 """``--embedder`` values: ``auto`` follows the profile (see the module docstring)."""
 
 EF_SEARCH = 400
@@ -80,22 +92,31 @@ def choose_embedder(profile: str, requested: str = "auto", dim: int = 256) -> Em
     """The embedder ``zerda index --profile P --embedder E`` builds with.
 
     ``auto`` follows the profile (module docstring); ``dim`` sizes a
-    :class:`HashingEmbedder`.  Asking for the Universal Sentence Encoder when
-    it is not installed is a :class:`UsageError`.
+    :class:`HashingEmbedder`.  Asking for a model that is not installed is a
+    :class:`UsageError`.
     """
     if requested == "auto":
-        requested = KEYWORD_ONLY if profile == "recommended" else HashingEmbedder.name
+        if profile != "recommended":
+            requested = HashingEmbedder.name
+        else:
+            found = default_embedder()
+            return (
+                EmbedderChoice(None, KEYWORD_ONLY)
+                if found is None
+                else EmbedderChoice(found, found.name)
+            )
     if requested == KEYWORD_ONLY:
         return EmbedderChoice(None, KEYWORD_ONLY)
     if requested == HashingEmbedder.name:
         return EmbedderChoice(HashingEmbedder(dim=dim), requested)
-    if requested == UniversalSentenceEncoder.name:
-        found = default_embedder()
-        if not isinstance(found, UniversalSentenceEncoder):
+    models = {E5Embedder.name: e5_available, UniversalSentenceEncoder.name: use_available}
+    if requested in models:
+        if not models[requested]():
             raise UsageError(
                 f"--embedder {requested} needs the 'embed' extra (pip install 'zerda-async[embed]')"
             )
-        return EmbedderChoice(found, requested)
+        model = E5Embedder() if requested == E5Embedder.name else UniversalSentenceEncoder()
+        return EmbedderChoice(model, requested)
     raise UsageError(
         f"unknown embedder {requested!r}; expected one of {', '.join(EMBEDDER_CHOICES)}"
     )

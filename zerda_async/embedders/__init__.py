@@ -7,10 +7,16 @@
   ``index(chunks, embed_fn=emb, batch_embed_fn=emb.embed_batch)`` or
   ``index(chunks, **embed_kwargs(emb))``;
 * :func:`default_embedder` — the best offline embedder installed
-  (:class:`UniversalSentenceEncoder` with the ``embed`` extra) or ``None``;
+  (:class:`E5Embedder`, multilingual E5 small, with the ``embed`` extra) or ``None``;
+* asymmetric embedders (E5) embed queries with ``embed_query`` /
+  ``embed_queries`` and passages with ``emb(text)`` / ``embed_batch``; the
+  engine finds the query forms itself (:func:`query_forms`);
 * adapters for real backends, each in its own extra:
   :class:`SentenceTransformerEmbedder` and :class:`FastEmbedEmbedder` (local
   model folders), :class:`OpenAIEmbedder` (an OpenAI-compatible endpoint, async);
+* :class:`CachedEmbedder` / :class:`VectorCache` — passage vectors kept by
+  content hash (in a file), so indexing again embeds only new or changed texts
+  and an interrupted run resumes;
 * :class:`HashingEmbedder` — the dependency-free offline embedder: *lexical*
   (hashed words and character n-grams), deterministic, no model files.
 """
@@ -18,7 +24,9 @@
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
 from zerda_async.embedders._blas import blas_threads, default_blas_threads
 from zerda_async.embedders._default import default_embedder, embedder_from_params
+from zerda_async.embedders._e5 import E5Embedder, e5_available
 from zerda_async.embedders._embedder import (
+    QUERY_CACHE_SIZE,
     Embedder,
     check_embeddings,
     check_query_vector,
@@ -27,28 +35,43 @@ from zerda_async.embedders._embedder import (
 from zerda_async.embedders._fastembed import FastEmbedEmbedder
 from zerda_async.embedders._hashing import HashingEmbedder
 from zerda_async.embedders._openai import OpenAIEmbedder
-from zerda_async.embedders._protocol import AsyncTextEmbedder, TextEmbedder, embed_kwargs
+from zerda_async.embedders._protocol import (
+    AsyncTextEmbedder,
+    QueryEmbedder,
+    TextEmbedder,
+    embed_kwargs,
+    query_forms,
+)
 from zerda_async.embedders._sentence_transformers import SentenceTransformerEmbedder
 from zerda_async.embedders._use import UniversalSentenceEncoder, use_available
+from zerda_async.embedders._vector_cache import CachedEmbedder, VectorCache, cache_key
 
 __all__ = [
+    "QUERY_CACHE_SIZE",
     "AsyncTextEmbedder",
     "BatchEmbedFn",
+    "CachedEmbedder",
+    "E5Embedder",
     "EmbedFn",
     "Embedder",
     "FastEmbedEmbedder",
     "HashingEmbedder",
     "OpenAIEmbedder",
+    "QueryEmbedder",
     "SentenceTransformerEmbedder",
     "TextEmbedder",
     "UniversalSentenceEncoder",
+    "VectorCache",
     "blas_threads",
+    "cache_key",
     "check_embeddings",
     "check_query_vector",
     "default_blas_threads",
     "default_embedder",
+    "e5_available",
     "embed_kwargs",
     "embedder_from_params",
     "is_coroutine_function",
+    "query_forms",
     "use_available",
 ]

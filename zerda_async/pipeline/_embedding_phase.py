@@ -106,7 +106,7 @@ class EmbeddingPhase:
         embedded = False
         with call.scope:
             try:
-                vectors = await embedder.embed_many([r.job.query for r in live])
+                vectors = await embedder.embed_queries([r.job.query for r in live])
             except Exception as exc:
                 error = exc
             else:
@@ -136,7 +136,7 @@ class EmbeddingPhase:
             return
         with EmbedCall([request]).scope:
             try:
-                vector = (await embedder.embed_many([request.job.query]))[0]
+                vector = (await embedder.embed_queries([request.job.query]))[0]
             except Exception as error:
                 _failed(request, error)
             else:

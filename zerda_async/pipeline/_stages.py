@@ -98,7 +98,7 @@ class QueryEmbedding(Stage):
     async def apply_async(self, job: Job, state: EngineState) -> None:
         embedder = state.query_embedder
         if embedder is not None:
-            job.query_vector = (await embedder.embed_many([job.effective_query]))[0]
+            job.query_vector = (await embedder.embed_queries([job.effective_query]))[0]
 
 
 class Retrieval(Stage):

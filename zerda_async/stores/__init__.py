@@ -10,7 +10,8 @@ Protocols (async): :class:`IndexStore`, :class:`SessionStore`,
   :class:`PostgresSessionStore`, :class:`PostgresCacheStore`,
   :class:`PostgresLearningStore` for a deployment with one dependency;
 * Redis (``stores`` extra): :class:`RedisSessionStore`, :class:`RedisCacheStore`,
-  :class:`RedisLearningStore`.
+  :class:`RedisLearningStore`; :func:`stored_vectors` reads back a
+  PostgreSQL index store's vectors by doc id (re-indexing reuses them).
 
 The PostgreSQL and Redis classes are imported on first use, so this package
 imports without the extra installed.  They run on asyncio only.
@@ -54,6 +55,7 @@ _LAZY = {
     "RedisSessionStore": "zerda_async.stores._redis",
     "RedisCacheStore": "zerda_async.stores._redis",
     "RedisLearningStore": "zerda_async.stores._redis",
+    "stored_vectors": "zerda_async.stores._pg_stored_vectors",
 }
 
 __all__ = [
@@ -88,6 +90,7 @@ __all__ = [
     "parse_filters",
     "query_terms",
     "redact",
+    "stored_vectors",
 ]
 
 

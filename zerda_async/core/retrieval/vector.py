@@ -265,16 +265,22 @@ def _as_matrix(raw: ArrayLike, rows: int, what: str) -> NDArray[np.float64]:
     return matrix.reshape(rows, -1)
 
 
+def _query_fn(embed_fn: EmbedFn) -> EmbedFn:
+    """An asymmetric embedder's ``embed_query`` (E5: "query: "), else ``embed_fn`` itself."""
+    query_form: EmbedFn | None = getattr(embed_fn, "embed_query", None)
+    return embed_fn if query_form is None else query_form
+
+
 def _raw_query_embedding(index: _Index, query: str) -> Any:
     """What the query embedder returned (before any conversion), for a query check."""
     if index.embed_fn is not None:
-        return index.embed_fn(query)
+        return _query_fn(index.embed_fn)(query)
     return _embed_query(index, query)
 
 
 def _embed_query(index: _Index, query: str) -> NDArray[np.float64]:
     if index.embed_fn is not None:
-        return np.asarray(index.embed_fn(query), dtype=np.float64).flatten()
+        return np.asarray(_query_fn(index.embed_fn)(query), dtype=np.float64).flatten()
     if index.batch_embed_fn is None:
         raise ValueError("no query embedding: pass query_vector or index with an embed_fn")
     row: NDArray[np.float64] = _as_matrix(index.batch_embed_fn([query]), 1, "batch_embed_fn")[0]

@@ -1,0 +1,87 @@
+"""Vectors for ``zerda index``: cached by content, resumable, with a progress line.
+
+``zerda index --out DIR`` keeps the passage vectors of its chunks in
+``DIR/vectors.cache`` (:class:`~zerda_async.embedders.VectorCache`), written
+while the corpus is embedded.  Indexing the same folder again embeds only
+the chunks whose text is new or changed, and a run that was interrupted
+(Ctrl-C, a crash) resumes where it stopped.  ``--store URL`` keeps its cache
+in the user's cache folder, one file per store and model, and also reuses
+the vectors already in the store (:func:`store_vectors`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zerda_async.apps._progress import Progress
+from zerda_async.embedders import CachedEmbedder, VectorCache, cache_key
+
+__all__ = ["VECTOR_CACHE", "Embedding", "start_embedding", "store_cache_path"]
+
+VECTOR_CACHE = "vectors.cache"
+"""File name of the vector cache inside a saved index's directory."""
+
+
+def store_cache_path(url: str, params: dict[str, Any]) -> Path:
+    """The vector cache file of an index store (by URL and model) in the user's cache folder."""
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zerda"
+    name = hashlib.sha256(f"{url}\0{cache_key(params)}".encode()).hexdigest()[:24]
+    return root / f"store-{name}.vectors"
+
+
+@dataclass
+class Embedding:
+    """The cached embedder of one ``zerda index`` run and its progress line."""
+
+    embedder: CachedEmbedder
+    progress: Progress
+    todo: int
+    cached: int
+
+    def summary(self) -> str:
+        """``embedded 12 chunks (788 vectors reused from the cache)``."""
+        return (
+            f"embedded {self.embedder.embedded} chunk(s) with {self.embedder.name} "
+            f"({self.embedder.reused} vector(s) reused from the cache)"
+        )
+
+    def finish(self, texts: Sequence[str]) -> None:
+        """End the progress line; keep only ``texts`` (the index's chunks) in the cache."""
+        self.progress.close()
+        self.embedder.cache.keep(texts)
+
+    def abort(self) -> None:
+        """End the progress line and close the cache file, keeping what was embedded."""
+        self.progress.close()
+        self.embedder.cache.close()
+
+
+def start_embedding(
+    embedder: Any,
+    texts: Sequence[str],
+    cache_path: Path,
+    *,
+    quiet: bool,
+    preload: Sequence[tuple[str, Any]] = (),
+) -> Embedding:
+    """Wrap ``embedder`` in the cache at ``cache_path``; a progress line over what is missing.
+
+    ``preload`` adds known (text, vector) pairs first (the vectors an index
+    store already holds).
+    """
+    cache = VectorCache(cache_key(embedder.params()), cache_path)
+    if preload:
+        known = [(text, vector) for text, vector in preload if cache.get(text) is None]
+        if known:
+            cache.put([t for t, _ in known], np.asarray([v for _, v in known], dtype=np.float32))
+    todo = len(cache.missing(texts))
+    progress = Progress(todo, label="embedding", unit="chunks", quiet=quiet)
+    wrapped = CachedEmbedder(embedder, cache, progress=progress.advance)
+    return Embedding(wrapped, progress, todo, len(texts) - todo)
