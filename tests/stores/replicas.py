@@ -33,10 +33,10 @@ def write_corpus(root: Path) -> list[Path]:
     return paths
 
 
-def index_files(store: str, *paths: Path) -> str:
-    """Run ``zerda index PATH... --store URL``; its standard output."""
+def index_files(store: str, *paths: Path, flags: Sequence[str] = ()) -> str:
+    """Run ``zerda index PATH... --store URL [flags]``; its standard output."""
     done = subprocess.run(
-        [str(ZERDA), "index", *map(str, paths), "--store", store, "--dim", "64"],
+        [str(ZERDA), "index", *map(str, paths), "--store", store, "--dim", "64", *flags],
         capture_output=True,
         text=True,
         timeout=120,

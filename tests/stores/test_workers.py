@@ -17,6 +17,8 @@ from .replicas import ZERDA, _wait_up, index_files, write_corpus
 from .servers import PostgresServer, RedisServer, free_port
 from .test_store_profiles import _database
 
+KEYWORDS = ("--embedder", "none")
+
 
 @pytest.fixture(scope="module")
 def workers(
@@ -92,7 +94,8 @@ def test_a_killed_zerda_index_leaves_the_old_or_the_new_corpus(
     postgres: PostgresServer, tmp_path: Path
 ) -> None:
     url = _database(postgres, "killed_index")
-    index_files(url, *write_corpus(tmp_path))
+    # Keyword only: the big corpus below would take minutes to embed.
+    index_files(url, *write_corpus(tmp_path), flags=KEYWORDS)
     old = _state(url)
     big = tmp_path / "big"
     big.mkdir()
@@ -101,7 +104,7 @@ def test_a_killed_zerda_index_leaves_the_old_or_the_new_corpus(
             f"Paragraph {j} of file {i} about rivers, coffee and retrieval." for j in range(400)
         )
         (big / f"f{i}.txt").write_text(text + "\n")
-    argv = [str(ZERDA), "index", str(big), "--store", url]
+    argv = [str(ZERDA), "index", str(big), "--store", url, *KEYWORDS]
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         with psycopg.connect(url, autocommit=True) as conn:
@@ -129,6 +132,6 @@ def test_a_killed_zerda_index_leaves_the_old_or_the_new_corpus(
                 break
             time.sleep(0.05)
     assert _state(url) == old and old[1] == old[2]
-    index_files(url, big)
+    index_files(url, big, flags=KEYWORDS)
     version, live, rows = _state(url)
     assert version == old[0] + 1 and live == rows > old[1]

