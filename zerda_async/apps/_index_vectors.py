@@ -58,9 +58,8 @@ class Embedding:
         self.embedder.cache.keep(texts)
 
     def abort(self) -> None:
-        """End the progress line and close the cache file, keeping what was embedded."""
+        """End the progress line; what was embedded stays in the cache file."""
         self.progress.close()
-        self.embedder.cache.close()
 
 
 def start_embedding(

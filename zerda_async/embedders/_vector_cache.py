@@ -60,7 +60,6 @@ class VectorCache:
         self.dim: int | None = None
         self._rows: dict[bytes, NDArray[np.float32]] = {}
         self._lock = threading.Lock()
-        self._file: Any = None
         self._valid_bytes: int | None = None  # length of the usable part of the file
         if self.path is not None:
             self._read()
@@ -125,23 +124,23 @@ class VectorCache:
                     self._rows[digest] = row.copy()
                     records.append(digest + row.tobytes())
             if records and self.path is not None:
-                handle = self._open_for_append()
-                handle.write(b"".join(records))
-                handle.flush()
+                self._append(b"".join(records))
 
-    def _open_for_append(self) -> Any:
-        assert self.path is not None and self.dim is not None
-        if self._file is None:
-            valid = self._valid_bytes
-            if valid is None:  # no usable file: a new one with our header
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = open(self.path, "wb")  # noqa: SIM115 - kept open while embedding
-                self._file.write(self._header())
-            else:
-                self._file = open(self.path, "r+b")  # noqa: SIM115
-                self._file.truncate(valid)  # drop a torn record before appending
-                self._file.seek(valid)
-        return self._file
+    def _append(self, data: bytes) -> None:
+        # Opened per step (every few texts), so no handle outlives a call.
+        assert self.path is not None
+        if self._valid_bytes is None:  # no usable file: a new one with our header
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            header = self._header()
+            with open(self.path, "wb") as handle:
+                handle.write(header + data)
+            self._valid_bytes = len(header) + len(data)
+            return
+        with open(self.path, "r+b") as handle:
+            handle.truncate(self._valid_bytes)  # drop a torn record before appending
+            handle.seek(self._valid_bytes)
+            handle.write(data)
+        self._valid_bytes += len(data)
 
     def _header(self) -> bytes:
         meta = {"format": _MAGIC, "key": self.key, "dim": self.dim}
@@ -152,7 +151,6 @@ class VectorCache:
         wanted = {_digest(text) for text in texts}
         with self._lock:
             self._rows = {d: row for d, row in self._rows.items() if d in wanted}
-            self.close()
             if self.path is None or self.dim is None:
                 return
             tmp = self.path.with_name(self.path.name + ".tmp")
@@ -164,14 +162,6 @@ class VectorCache:
                 os.fsync(out.fileno())
             os.replace(tmp, self.path)
             self._valid_bytes = self.path.stat().st_size
-
-    def close(self) -> None:
-        """Close the file (it is reopened by the next :meth:`put`)."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-            if self.path is not None:
-                self._valid_bytes = self.path.stat().st_size
 
 
 class CachedEmbedder:
