@@ -10,6 +10,10 @@ Method
   - ``native build``: the same C source (``e5.c`` ships in the wheel) compiled
     here with ``-O3 -march=native -fopenmp``: does the machine's own
     instruction set (AVX-512 VNNI here) buy anything without a code change?
+  - ``onnxruntime``: the same weights dequantized to float32 in an ONNX graph
+    (``bench/_e5_onnx.py``; token ids from the engine's own tokenizer), and
+    that graph quantised to int8 by ``onnxruntime.quantization.quantize_dynamic``;
+    the table gives each one's smallest cosine to the wheel's vectors.
 * Indexing rows: ``model.passage`` over the chunks in engine calls of 1, 4,
   16 and 64 texts, with 1 and 2 OpenMP threads; chunks/s of the whole set.
   One more row indexes through ``AsyncContextEngine.index`` with
@@ -42,7 +46,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
@@ -182,18 +186,38 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     f"  {name:12} threads {threads} batch {batch:3}: {rate:6.1f} chunks/s",
                     flush=True,
                 )
+    query_rows: list[list[Any]] = []
+    if not args.no_onnx:
+        from _e5_onnx import OnnxE5
+
+        reference = wheel.passage(texts)
+        for label, quantized in (("onnxruntime float32", False), ("onnxruntime int8", True)):
+            for threads in (1, 2):
+                ort_model = OnnxE5(threads, quantized=quantized)
+                for batch in (1, 16) if not quantized else (16,):
+                    ort_model.embed(texts[:2], False)  # warm
+                    start = time.perf_counter()
+                    rows = ort_model.embed(texts, False, batch=batch)
+                    rate = len(texts) / (time.perf_counter() - start)
+                    cosine = float((rows * reference).sum(axis=1).min())
+                    macs = rate * tokens * MACS_PER_TOKEN / 1e9
+                    label_c = f"{label} (min cosine to wheel {cosine:.4f})"
+                    index_rows.append([label_c, threads, batch, round(rate, 1), round(macs, 1)])
+                    print(f"  {label} threads {threads} batch {batch}: {rate:6.1f} /s", flush=True)
+                median, p90 = query_ms(lambda q, m=ort_model: m.embed([q], True), questions)
+                query_rows.append([f"{label}, threads {threads}", round(median, 1), round(p90, 1)])
     emb = E5Embedder().load()
     index_rows.append(
         ["AsyncContextEngine.index(E5Embedder)", "auto", 16, round(engine_rate(emb, texts), 1), ""]
     )
-    query_rows = []
-    for threads in (1, 2, "auto"):
-        e = E5Embedder(threads=threads)  # type: ignore[arg-type]
+    choices: tuple[int | Literal["auto"], ...] = (1, 2, "auto")
+    for setting in choices:
+        e = E5Embedder(threads=setting)
         median, p90 = query_ms(e.embed_query, questions)
         query_rows.append(
-            [f"E5Embedder.embed_query, threads {threads}", round(median, 1), round(p90, 1)]
+            [f"E5Embedder.embed_query, threads {setting}", round(median, 1), round(p90, 1)]
         )
-        print(f"  query threads {threads}: {median:.1f} ms", flush=True)
+        print(f"  query threads {setting}: {median:.1f} ms", flush=True)
     cached = cached_query_ms(emb, questions[0])
     query_rows.append(["repeated question (engine query cache)", round(cached, 3), ""])
     return {"index": index_rows, "query": query_rows, "tokens": tokens, "n": len(texts)}
@@ -205,6 +229,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=64)
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--no-native", action="store_true", help="skip the native build")
+    parser.add_argument("--no-onnx", action="store_true", help="skip the onnxruntime rows")
     args = parser.parse_args()
     if args.quick:
         args.chunks, args.queries = 16, 10
