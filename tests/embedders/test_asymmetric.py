@@ -154,3 +154,15 @@ async def test_corpus_progress_comes_in_small_steps_for_a_slow_embedder() -> Non
     assert embedding[0] == (16, 40)
     assert [d for d, _ in embedding] == sorted(d for d, _ in embedding)
     assert len(embedding) >= 3  # ~10 texts a step after the first, not the rest at once
+
+
+def test_the_sync_engine_embeds_passages_and_queries_with_their_forms() -> None:
+    import sync_api
+
+    emb = Prefixed()
+    engine = sync_api.ContextEngine()
+    engine.index(CORPUS, embed_fn=emb)
+    assert emb.seen and all(text.startswith("passage: ") for text in emb.seen)
+    emb.seen.clear()
+    engine.run("palm trees")
+    assert emb.seen == ["query: palm trees"]

@@ -283,5 +283,8 @@ def _embed_query(index: _Index, query: str) -> NDArray[np.float64]:
         return np.asarray(_query_fn(index.embed_fn)(query), dtype=np.float64).flatten()
     if index.batch_embed_fn is None:
         raise ValueError("no query embedding: pass query_vector or index with an embed_fn")
-    row: NDArray[np.float64] = _as_matrix(index.batch_embed_fn([query]), 1, "batch_embed_fn")[0]
+    # An asymmetric embedder's batch query form when batch_embed_fn is its method.
+    owner = getattr(index.batch_embed_fn, "__self__", None)
+    batch = getattr(owner, "embed_queries", None) or index.batch_embed_fn
+    row: NDArray[np.float64] = _as_matrix(batch([query]), 1, "batch_embed_fn")[0]
     return row
