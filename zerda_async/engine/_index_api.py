@@ -61,8 +61,11 @@ class IndexMethods(EngineParts):
         ``embed_fn`` and ``batch_embed_fn`` may be plain or coroutine functions;
         coroutine embedders are awaited on the event loop.  When a batch form is
         given, concurrent queries' embeddings are micro-batched into one call.
-        ``progress(done, total)`` is called while the corpus is embedded, then
-        again (from 0) while it is tokenised.  The new index takes effect after
+        ``progress(done, total)`` is called while the corpus is embedded (after
+        the first 16 texts, then about every half second with a slow model),
+        then again (from 0) while it is tokenised.  An asymmetric embedder
+        (``embed_query`` / ``embed_queries``, e.g. E5) embeds chunks as
+        passages and queries as queries.  The new index takes effect after
         every request submitted earlier.
         """
         self._check_open()
