@@ -117,7 +117,7 @@ _IDLE_CPU = textwrap.dedent(
     emb = E5Embedder(threads=2)
     emb.embed_batch(["warm up the OpenMP pool"] * 4)
     start = sum(os.times()[:2])
-    time.sleep(0.5)
+    time.sleep(1.0)
     print(os.environ.get("OMP_WAIT_POLICY"), sum(os.times()[:2]) - start)
     """
 )
@@ -128,8 +128,8 @@ def test_an_idle_openmp_pool_does_not_spin(policy: str | None, spins: bool) -> N
     """After a call, the engine's threads sleep (passive) instead of burning a core.
 
     With ``OMP_WAIT_POLICY=active`` set by the user (kept: the embedder only
-    sets a default) the same idle half second costs CPU time, which shows
-    that the measure sees spinning.
+    sets a default) the same idle second costs CPU time, which shows that the
+    measure sees spinning.
     """
     env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_WAIT_POLICY"}
     if policy is not None:
@@ -140,4 +140,6 @@ def test_an_idle_openmp_pool_does_not_spin(policy: str | None, spins: bool) -> N
     assert done.returncode == 0, done.stderr
     seen, cpu = done.stdout.split()
     assert seen == (policy or "passive")
-    assert (float(cpu) > 0.1) is spins, cpu
+    # Passive: ~0 s; spinning: a core's share even on a loaded machine (0.06 s per
+    # half second was the least seen with the load average at 10 on 2 cores).
+    assert (float(cpu) > 0.03) is spins, cpu

@@ -22,7 +22,8 @@ def default_embedder() -> TextEmbedder | None:
     is.  Alone (cosine only) E5 measured better on every public set: MRR@20
     0.89 / 0.93 against USE's 0.74 / 0.85 on Arabic / English, 0.74 / 0.84
     against 0.68 / 0.73 for Arabic questions over English chunks and the
-    reverse (``bench/bench_e5_quality.py``, ``bench/README.md``).  Nothing is downloaded; the weights load on first use.
+    reverse (``bench/bench_e5_quality.py``, ``bench/README.md``).  Nothing is
+    downloaded; the weights load on first use.
     The lexical :class:`HashingEmbedder` is never returned: it is not a
     semantic model, and next to BM25 it measured worse than no embedder.
     Adapters that need a model folder or an endpoint are never chosen

@@ -30,4 +30,14 @@ async def stored_vectors(
             (list(doc_ids),),
         )
         rows = await cur.fetchall()
-    return [(str(text), np.asarray(vector, dtype=np.float32)) for text, vector in rows]
+    # pgvector's adapter returns Vector objects (to_numpy), a text form without it.
+    return [(str(text), _array(vector)) for text, vector in rows]
+
+
+def _array(vector: Any) -> NDArray[np.float32]:
+    to_numpy = getattr(vector, "to_numpy", None)
+    if to_numpy is not None:
+        return np.asarray(to_numpy(), dtype=np.float32)
+    if isinstance(vector, str):
+        return np.asarray(vector.strip("[]").split(","), dtype=np.float32)
+    return np.asarray(vector, dtype=np.float32)
