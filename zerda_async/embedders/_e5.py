@@ -20,8 +20,8 @@ query (one short text, latency) uses the cores that are free right now
 without a free core of its own makes the pass wait for it.  Passages
 (indexing, throughput) use every usable core: measured on the shared 2-core
 machine with the load average at 8, two threads embedded 7.5 chunks/s
-against 3.5 for one (``bench/bench_e5.py``), while a query took the same
-~28 ms either way.
+against 3.5 for one (``bench/bench_e5.py``; never fewer in other runs),
+while a query took the same ~28 ms either way.
 OpenMP's workers spin after each parallel region unless told otherwise, and
 a spinning idle pool steals the core a query needs: ``OMP_WAIT_POLICY`` is set
 to ``passive`` before the engine is loaded (unless the process set it).
@@ -52,8 +52,9 @@ _DIM = 384
 _SUB_BATCH = 1
 """Texts per engine call.  The engine has no tiling over tokens: one pass over
 many texts streams all their activations through the caches for every block
-of weights, so batches are slower, not faster (``bench/bench_e5.py``, 2
-threads: 7.5 chunks/s one text per call, 2.1-2.7 with 4 to 64)."""
+of weights, so batching buys nothing here (``bench/bench_e5.py``: never faster
+than one text per call, several times slower in one run), and one text per
+call keeps each pass's memory small."""
 
 _LOAD_LOCK = threading.Lock()
 _FORWARD_LOCK = threading.Lock()  # one model per process: one pass at a time
