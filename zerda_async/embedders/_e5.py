@@ -20,8 +20,8 @@ query (one short text, latency) uses the cores that are free right now
 without a free core of its own makes the pass wait for it.  Passages
 (indexing, throughput) use every usable core: measured on the shared 2-core
 machine with the load average at 8, two threads embedded 7.5 chunks/s
-against 3.5 for one (``bench/bench_e5.py``; never fewer in other runs),
-while a query took the same ~28 ms either way.
+against 3.5 for one (``bench/bench_e5.py``; at a load of 10 the two came
+out alike, 2-3 chunks/s), while a query took the same ~28 ms either way.
 OpenMP's workers spin after each parallel region unless told otherwise, and
 a spinning idle pool steals the core a query needs: ``OMP_WAIT_POLICY`` is set
 to ``passive`` before the engine is loaded (unless the process set it).
