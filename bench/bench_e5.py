@@ -17,7 +17,7 @@ Method
 * Indexing rows: ``model.passage`` over the chunks in engine calls of 1, 4,
   16 and 64 texts, with 1 and 2 OpenMP threads; chunks/s of the whole set.
   One more row indexes through ``AsyncContextEngine.index`` with
-  :class:`E5Embedder` (threads chosen from the free cores, sub-batches of 16,
+  :class:`E5Embedder` (all usable cores for passages, one text per engine call,
   BM25 index included).
 * Queries: ``embed_query`` one at a time, median and p90 in ms, with 1, 2
   and auto threads; then a repeated question through the engine's query cache
@@ -208,7 +208,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 query_rows.append([f"{label}, threads {threads}", round(median, 1), round(p90, 1)])
     emb = E5Embedder().load()
     index_rows.append(
-        ["AsyncContextEngine.index(E5Embedder)", "auto", 16, round(engine_rate(emb, texts), 1), ""]
+        ["AsyncContextEngine.index(E5Embedder)", "auto", 1, round(engine_rate(emb, texts), 1), ""]
     )
     choices: tuple[int | Literal["auto"], ...] = (1, 2, "auto")
     for setting in choices:
