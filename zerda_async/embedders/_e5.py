@@ -85,9 +85,16 @@ def _shared_model() -> Any:
         return _model
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (``os.cpu_count()`` where affinity is unknown)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def auto_threads() -> int:
-    """Threads for the next pass: the cores free now (rounded down, at least 1)."""
-    usable = len(os.sched_getaffinity(0))
+    """Threads for the next query: the cores free now (rounded down, at least 1)."""
+    usable = usable_cores()
     free = free_cores()
     if free is None:
         return usable
@@ -158,7 +165,7 @@ class E5Embedder(LocalEncoder):
             if isinstance(self.threads, int):
                 threads = self.threads
             else:
-                threads = auto_threads() if is_query else len(os.sched_getaffinity(0))
+                threads = auto_threads() if is_query else usable_cores()
             with _FORWARD_LOCK:
                 # Per calling thread in OpenMP: set on every pass, since the
                 # engine's worker threads differ from call to call.
