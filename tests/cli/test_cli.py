@@ -82,13 +82,17 @@ def test_index_reports_skipped_files_by_name(samples: Path, tmp_path: Path) -> N
     assert (out / "zerda-cli.json").is_file()
 
 
-def test_index_with_an_embedder_reports_embedding_then_tokenising(tmp_path: Path) -> None:
+def test_index_reports_what_it_embedded_and_only_then(tmp_path: Path) -> None:
+    """In a pipe no progress line is drawn; the result lines say what was embedded."""
     notes = tmp_path / "notes.txt"
     notes.write_text("Dates ripen in late summer.\n\nCoffee is served with cardamom.\n", "utf-8")
     done = run_zerda(["index", str(notes), "--out", str(tmp_path / "idx"), "--embedder", "hashing"])
     assert done.returncode == 0, done.stderr
-    phases = [line.split(":")[0] for line in done.stderr.splitlines() if "chunks" in line]
-    assert phases == ["embedding", "tokenising"], done.stderr
+    assert "chunks" not in done.stderr
+    assert "embedded 1 chunk(s) with hashing (0 vector(s) reused" in done.stdout
+    keyword = run_zerda(["index", str(notes), "--out", str(tmp_path / "kw"), "--embedder", "none"])
+    assert keyword.returncode == 0, keyword.stderr
+    assert "embedded" not in keyword.stdout and "keyword search only" in keyword.stdout
 
 
 def test_index_fails_when_nothing_is_readable(tmp_path: Path) -> None:
