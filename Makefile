@@ -39,6 +39,8 @@ bench: setup
 	$(BIN)/python bench/bench_scale.py
 	$(BIN)/python bench/bench_quality.py --latency
 	$(BIN)/python bench/bench_embedders.py
+	$(BIN)/python bench/bench_e5.py
+	$(BIN)/python bench/bench_e5_quality.py
 	$(BIN)/python bench/bench_scaleout.py
 	$(BIN)/python bench/bench_replica_soak.py
 	$(BIN)/python bench/bench_stage_cost.py
