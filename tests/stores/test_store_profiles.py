@@ -56,12 +56,7 @@ def built(
     url = _database(postgres, f"profile_{profile}")
     files = [str(p) for p in corpus]
     for target in (["--out", str(out)], ["--store", url]):
-        # Keyword only with the recommended profile: with E5 vectors an off-topic
-        # question ("zebrafish heart") gets the nearest chunks from a saved
-        # directory but "no information" from the store (fusion and relevance
-        # floor, issue 19 deliverables 3-4, reconcile the two paths).
-        embedder = ["--embedder", "none"] if profile == "recommended" else []
-        done = _zerda("index", *files, *target, "--profile", profile, "--dim", "64", *embedder)
+        done = _zerda("index", *files, *target, "--profile", profile, "--dim", "64")
         assert done.returncode == 0, done.stderr
     yield profile, str(out), url
 
