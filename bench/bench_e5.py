@@ -138,7 +138,7 @@ def query_ms(fn: Any, questions: list[str]) -> tuple[float, float]:
 
 
 def engine_rate(emb: E5Embedder, texts: list[str]) -> float:
-    from zerda_async.apps._demo import DemoChunk
+    from zerda_async.apps import DemoChunk
 
     chunks = [DemoChunk(f"c{i}", t, {"source": "xquad"}) for i, t in enumerate(texts)]
 

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from _common import describe_load, describe_machine, format_table, quality_data_dir, write_summary
 
-from zerda_async.apps._ingest import split_text
+from zerda_async.apps import split_text
 from zerda_async.embedders import (
     CachedEmbedder,
     E5Embedder,

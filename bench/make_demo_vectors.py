@@ -10,12 +10,9 @@ this after changing the demo corpus or the default embedder's version::
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from zerda_async.apps._demo import DEMO_VECTORS, load_demo_corpus
+from zerda_async.apps import DEMO_VECTORS_PATH as TARGET
+from zerda_async.apps import load_demo_corpus
 from zerda_async.embedders import E5Embedder, VectorCache, cache_key, default_embedder
-
-TARGET = Path(__file__).resolve().parent.parent / "zerda_async" / "apps" / "data" / DEMO_VECTORS
 
 
 def main() -> None:

@@ -184,11 +184,7 @@ def _add_index(commands: Any) -> None:
         "are reported and skipped",
     )
     _add_hnsw_flags(p)
-    p.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no progress line while embedding (it is only drawn on a terminal anyway)",
-    )
+    p.add_argument("--quiet", action="store_true", help="no progress line (drawn on a terminal)")
     p.add_argument(
         "--dim",
         type=_positive_int,
@@ -368,9 +364,8 @@ def _add_profile_flags(p: argparse.ArgumentParser, building: bool) -> None:
             "--embedder",
             choices=EMBEDDER_CHOICES,
             default="auto",
-            help="auto (default): the default embedder (multilingual E5) with the recommended "
-            "profile (keyword only if it is not installed), the lexical hashing embedder with "
-            "the documented one; none: keyword only",
+            help="auto (default): multilingual E5 with the recommended profile (keyword only "
+            "if not installed), hashing with the documented one; none: keyword only",
         )
         return
     p.add_argument(

@@ -29,10 +29,21 @@ from zerda_async.apps._saved_index import IndexManifest, build_index, open_index
 from zerda_async.embedders import CachedEmbedder, VectorCache, cache_key
 from zerda_async.engine import AsyncContextEngine
 
-__all__ = ["DEMO_VECTORS", "DemoChunk", "demo_vectors", "load_demo_corpus", "main", "run_demo"]
+__all__ = [
+    "DEMO_VECTORS",
+    "DEMO_VECTORS_PATH",
+    "DemoChunk",
+    "demo_vectors",
+    "load_demo_corpus",
+    "main",
+    "run_demo",
+]
 
 DEMO_VECTORS = "demo_vectors.cache"
 """The bundled vectors of the demo corpus (see :func:`demo_vectors`)."""
+
+DEMO_VECTORS_PATH = Path(__file__).resolve().parent / "data" / DEMO_VECTORS
+"""Where the bundled vectors are in a source checkout (``bench/make_demo_vectors.py`` writes it)."""
 
 ARABIC_QUERY = "ما هو التعلم الآلي؟"
 ENGLISH_QUERY = "How does hybrid retrieval fuse results?"
