@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from zerda_async.apps._cli_args import (
 from zerda_async.apps._console import PROG, ProgressBar, err
 from zerda_async.apps._ingest import SUFFIXES, read_paths
 from zerda_async.apps._profiles import (
+    DEFAULT_PROFILE,
     check_requested,
     choose_embedder,
     profile_config,
@@ -28,31 +30,38 @@ from zerda_async.apps._saved_index import (
     IndexManifest,
     build_index,
     describe_embedder,
+    open_index,
     read_manifest,
     save_index,
 )
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import UsageError
+from zerda_async.indexing import CURRENT_FILE
 
-__all__ = ["check_profile", "cmd_index"]
+__all__ = ["check_profile", "cmd_index", "stale_doc_ids"]
+
+DEFAULT_DIM = 256
+"""``--dim`` of a new index with the hashing embedder."""
 
 
 def cmd_index(args: argparse.Namespace) -> int:
     if args.hnsw and args.store is None:
         raise UsageError("--hnsw builds an index store's HNSW index: use it with --store URL")
     if args.store is not None:
+        if args.replace:
+            raise UsageError("--replace rebuilds an --out directory; an index store is not one")
         return _index_into_store(args)
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST_NAME).is_file():
-        raise UsageError(f"--out {out} is a non-empty directory that holds no zerda index")
-    chunk_size = args.chunk_size or CHUNK_SIZES[args.profile]
+    existing = _existing_index(out, args.replace)
+    if existing is not None:
+        return _add_to_saved(args, out, existing)
+    profile = args.profile or DEFAULT_PROFILE
+    chunk_size = args.chunk_size or CHUNK_SIZES[profile]
     report = _read_report(args, chunk_size)
-    config = profile_config(args.profile)
-    choice = choose_embedder(args.profile, args.embedder, args.dim)
-    manifest = _index_manifest(args.profile, config, choice.name, choice.embedder)
+    config = profile_config(profile)
+    choice = choose_embedder(profile, args.embedder, args.dim or DEFAULT_DIM)
+    manifest = _index_manifest(profile, config, choice.name, choice.embedder)
     manifest.chunks, manifest.files = len(report.chunks), report.files
     # Without an embedder, index() reports one phase only (tokenising): the bar
     # must not call it "embedding".
@@ -76,6 +85,76 @@ def cmd_index(args: argparse.Namespace) -> int:
     )
     print(f"{describe_embedder(manifest)}; chunks of at most {chunk_size} characters")
     return 0
+
+
+def _existing_index(out: Path, replace: bool) -> IndexManifest | None:
+    """The manifest of the index already in ``out`` to add to (``None``: build ``out`` anew).
+
+    Anew when ``out`` is missing or empty, or with ``--replace`` (``engine.save``
+    swaps the new index in atomically).  A non-empty directory that holds no
+    zerda index is refused either way: ``--out`` never writes over other files.
+    """
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a directory")
+    if not out.is_dir() or not any(out.iterdir()):
+        return None
+    if not (out / MANIFEST_NAME).is_file() and not (out / CURRENT_FILE).is_file():
+        raise UsageError(f"--out {out} is a non-empty directory that holds no zerda index")
+    return None if replace else read_manifest(out)
+
+
+def _add_to_saved(args: argparse.Namespace, out: Path, manifest: IndexManifest) -> int:
+    """``zerda index PATH... --out EXISTING``: add the files, replacing those indexed before.
+
+    As ``--store`` does: a file indexed again replaces its chunks (doc ids come
+    from the file names), other chunks stay.  The index keeps the profile and
+    embedder it was built with; asking for others is a one-line error.
+    """
+    if manifest.profile == PYTHON_SAVED:
+        raise UsageError(
+            f"--out {out} holds an index saved from Python, which records no profile or "
+            "embedder to add chunks with; pass --replace to build it anew from these files"
+        )
+    _check_same_build(args, out, manifest)
+    chunk_size = args.chunk_size or CHUNK_SIZES.get(manifest.profile, CHUNK_SIZES[DEFAULT_PROFILE])
+    report = _read_report(args, chunk_size)
+    started = time.perf_counter()
+
+    async def run() -> tuple[int, int]:
+        async with open_index(out) as engine:
+            removed = 0
+            gone = stale_doc_ids(engine.doc_ids(), report.chunks)
+            if gone:
+                removed = await engine.remove(gone)
+            replaced = await engine.update(report.chunks)
+            manifest.chunks = engine.corpus_size
+            manifest.files = sorted({*manifest.files, *report.files})
+            await save_index(engine, out, manifest)
+            return replaced + removed, engine.corpus_size
+
+    dropped, total = anyio.run(run)
+    elapsed = time.perf_counter() - started
+    print(
+        f"added {len(report.chunks)} chunks from {len(report.files)} file(s) to {out}, replacing "
+        f"{dropped} chunk(s) of files indexed before: {total} chunks in {elapsed:.2f} s "
+        f"({len(report.skipped)} skipped; --replace builds it anew)"
+    )
+    print(f"{describe_embedder(manifest)}; chunks of at most {chunk_size} characters")
+    return 0
+
+
+def _check_same_build(args: argparse.Namespace, out: Path, manifest: IndexManifest) -> None:
+    """Refuse ``--profile``/``--embedder``/``--dim`` other than those ``out`` was built with."""
+    try:
+        check_requested(out, manifest.profile, manifest.embedder, args.profile, args.embedder)
+    except UsageError as exc:
+        raise UsageError(f"{exc}, or pass --replace to build {out} anew") from None
+    recorded_dim = manifest.embedder_params.get("dim")
+    if args.dim is not None and args.dim != recorded_dim:
+        raise UsageError(
+            f"{out} was indexed with {describe_embedder(manifest)}; --dim {args.dim} does not "
+            f"match it (leave --dim out, or pass --replace to build {out} anew)"
+        )
 
 
 def _index_manifest(
@@ -144,16 +223,17 @@ def _index_into_store(args: argparse.Namespace) -> int:
 
     if not is_postgres_url(args.store):
         raise UsageError(f"--store {args.store!r}: give a postgresql://... URL (or use --out)")
-    report = _read_report(args, args.chunk_size or CHUNK_SIZES[args.profile])
-    config = profile_config(args.profile)
-    choice = choose_embedder(args.profile, args.embedder, args.dim)
+    profile = args.profile or DEFAULT_PROFILE
+    report = _read_report(args, args.chunk_size or CHUNK_SIZES[profile])
+    config = profile_config(profile)
+    choice = choose_embedder(profile, args.embedder, args.dim or DEFAULT_DIM)
     if args.hnsw and choice.embedder is None:
         raise UsageError(
-            f"--hnsw needs vectors, and the {args.profile} profile with --embedder"
+            f"--hnsw needs vectors, and the {profile} profile with --embedder"
             f" {args.embedder or 'auto'} is keyword only: choose an --embedder"
         )
     params = {} if choice.embedder is None else choice.embedder.params()
-    mine = StoreProfile(args.profile, config.retriever.text_analyzer, choice.name, params)
+    mine = StoreProfile(profile, config.retriever.text_analyzer, choice.name, params)
     started = time.perf_counter()
 
     version, hnsw_seconds = anyio.run(_write_store, args, report, choice, mine)
@@ -189,7 +269,7 @@ async def _write_store(
             )
         await store.set_setting(PROFILE_SETTING, mine.record())
         # Files indexed again replace their chunks (doc ids come from the file names).
-        gone = await _stale_doc_ids(store, report)
+        gone = stale_doc_ids(await store.doc_ids(), report.chunks)
         vectors = None
         if choice.embedder is not None:
             texts = [c.text for c in report.chunks]
@@ -205,8 +285,13 @@ async def _write_store(
         await store.aclose()
 
 
-async def _stale_doc_ids(store: Any, report: Any) -> list[str]:
-    """Doc ids of chunks of the given files that the new chunking no longer produces."""
-    fresh = {str(c.doc_id) for c in report.chunks}
-    stems = {str(c.doc_id).rsplit("#", 1)[0] for c in report.chunks}
-    return [d for d in await store.doc_ids() if d.rsplit("#", 1)[0] in stems and d not in fresh]
+def stale_doc_ids(doc_ids: Iterable[Any], chunks: Sequence[Any]) -> list[str]:
+    """The ``doc_ids`` of chunks of the files in ``chunks`` that their new chunking no longer has.
+
+    A text file's chunks are ``<file>#<n>``: the file indexed again replaces
+    ``<file>#0..``, and those past its new last chunk must go too.
+    """
+    fresh = {str(c.doc_id) for c in chunks}
+    stems = {str(c.doc_id).rsplit("#", 1)[0] for c in chunks}
+    found = (str(d) for d in doc_ids)
+    return [d for d in found if d.rsplit("#", 1)[0] in stems and d not in fresh]
