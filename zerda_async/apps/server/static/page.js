@@ -59,20 +59,66 @@
     timeline.append(item);
   }
 
+  // Bidi: the context mixes Arabic and English lines, so it is not one paragraph with
+  // one direction.  Each line (or each cited chunk) is a block of its own: text and
+  // headers take their own direction (dir="auto"); separators and blank lines take the
+  // context's (its first letter's), so in an Arabic context they sit on the right; a
+  // source label is isolated in <bdi>, so "[المصدر: …]" keeps its brackets facing in.
+  const RTL_LETTER = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFF]/u;
+  const SEPARATOR = /^[\s\-─━=_*·.]*$/u;
+  const LABEL = /^(\[.*\]|---\s*\[\d+\].*---)$/u;
+
+  function directionOf(text) {
+    const letter = text.match(/\p{L}/u);
+    return letter && RTL_LETTER.test(letter[0]) ? "rtl" : "ltr";
+  }
+
   // Offsets count Unicode code points (Python's str indices); JavaScript strings count
   // UTF-16 units, so the context is cut as an array of code points.
+  function lineEnds(points) {
+    const ends = [];
+    points.forEach((ch, i) => { if (ch === "\n") ends.push(i + 1); });
+    if (!ends.length || ends[ends.length - 1] < points.length) ends.push(points.length);
+    return ends;
+  }
+
+  function lineBlock(text) {
+    const line = text.replace(/\n$/u, "");
+    if (SEPARATOR.test(line)) return el("span", { class: "block sep" }, text);
+    if (LABEL.test(line)) {
+      const block = el("span", { class: "block label" });
+      block.append(el("bdi", {}, line), text.slice(line.length));
+      return block;
+    }
+    return el("span", { class: "block line", dir: "auto" }, text);
+  }
+
   function renderContext(result) {
     const box = $("context"), list = $("citations");
     box.replaceChildren();
     list.replaceChildren();
     const points = Array.from(result.context || "");
+    box.dir = directionOf(result.context || "");
     const cites = Array.isArray(result.citations) ? result.citations.slice() : [];
     cites.sort((a, b) => a.start - b.start);
+    const ends = lineEnds(points);
+    const endOfLine = (i) => ends.find((end) => end > i) || points.length;
     let at = 0;
+    const plainUpTo = (stop) => {
+      while (at < stop) {
+        const end = Math.min(endOfLine(at), stop);
+        box.append(lineBlock(points.slice(at, end).join("")));
+        at = end;
+      }
+    };
     cites.forEach((cite, i) => {
       const start = Math.max(cite.start, at), end = Math.min(cite.end, points.length);
       if (end <= start) return;
-      box.append(points.slice(at, start).join(""));
+      // The cited chunk's block runs from its line's start to its last line's end.
+      const lineStart = Math.max(at, ...ends.filter((e) => e <= start), 0);
+      plainUpTo(lineStart);
+      const before = points.slice(at, start).join("");
+      const block = el("span", { class: "block chunk", dir: "auto" }, before);
       const mark = el("mark", {
         class: cite.truncated ? "cite truncated" : "cite",
         id: `cite-${i + 1}`,
@@ -80,21 +126,27 @@
         "data-doc-id": String(cite.doc_id),
         title: `${cite.label || cite.source}`,
       }, points.slice(start, end).join(""));
-      box.append(mark);
-      at = end;
+      const next = cites[i + 1] ? cites[i + 1].start : points.length;
+      const blockEnd = Math.max(end, Math.min(endOfLine(end - 1), next));
+      block.append(mark, points.slice(end, blockEnd).join(""));
+      box.append(block);
+      at = blockEnd;
       const item = el("li", { "data-doc-id": String(cite.doc_id) });
-      item.append(el("a", { href: `#cite-${i + 1}`, class: "src" }, String(cite.source)));
-      const meta = `${cite.label || ""} · ${cite.doc_id}${cite.truncated ? " · truncated" : ""}`;
-      item.append(" ", el("span", { class: "meta" }, meta));
+      const link = el("a", { href: `#cite-${i + 1}`, class: "src" });
+      link.append(el("bdi", {}, String(cite.source)));
+      const meta = el("span", { class: "meta" });
+      if (cite.label) meta.append(el("bdi", {}, cite.label), " · ");
+      meta.append(el("bdi", {}, String(cite.doc_id)), cite.truncated ? " · truncated" : "");
+      item.append(link, " ", meta);
       list.append(item);
     });
-    box.append(points.slice(at).join(""));
+    plainUpTo(points.length);
     if (!cites.length) {
       // Without citations in the result, list the ranked chunks it used instead.
       for (const chunk of result.chunks_used || []) {
         const item = el("li", { "data-doc-id": String(chunk.doc_id) });
-        item.append(el("span", { class: "src" }, String(chunk.source)));
-        item.append(" ", el("span", { class: "meta" }, String(chunk.doc_id)));
+        item.append(el("bdi", { class: "src" }, String(chunk.source)));
+        item.append(" ", el("bdi", { class: "meta" }, String(chunk.doc_id)));
         list.append(item);
       }
     }
