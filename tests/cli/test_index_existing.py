@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from support.chunks import Chunk
 
 from zerda_async import AsyncContextEngine
 from zerda_async.apps._saved_index import MANIFEST_NAME, open_index
@@ -134,7 +135,7 @@ def test_an_index_saved_from_python_is_not_added_to(
 
     async def save() -> None:
         async with AsyncContextEngine() as engine:
-            await engine.index([{"doc_id": "x", "text": "a chunk saved from Python code here"}])
+            await engine.index([Chunk("x", "a chunk saved from Python code here")])
             await engine.save(out)
 
     anyio.run(save)
