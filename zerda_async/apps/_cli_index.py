@@ -20,6 +20,8 @@ from zerda_async.apps._console import PROG, ProgressBar, err
 from zerda_async.apps._ingest import SUFFIXES, read_paths
 from zerda_async.apps._profiles import (
     DEFAULT_PROFILE,
+    KEYWORD_ONLY,
+    EmbedderChoice,
     check_requested,
     choose_embedder,
     profile_config,
@@ -35,6 +37,7 @@ from zerda_async.apps._saved_index import (
     save_index,
 )
 from zerda_async.core.config import ContextEngineConfig
+from zerda_async.embedders import HashingEmbedder
 from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import UsageError
 from zerda_async.indexing import CURRENT_FILE
@@ -85,6 +88,15 @@ def cmd_index(args: argparse.Namespace) -> int:
     )
     print(f"{describe_embedder(manifest)}; chunks of at most {chunk_size} characters")
     return 0
+
+
+def _other_dim(dim: int | None, embedder: str, params: dict[str, Any]) -> bool:
+    """Whether ``--dim`` asks for other hashing dimensions than the index was built with.
+
+    ``--dim`` sizes the hashing embedder only: with another embedder, or none, it
+    changes nothing, so it is not held against the index.
+    """
+    return dim is not None and embedder == HashingEmbedder.name and dim != params.get("dim")
 
 
 def _existing_index(out: Path, replace: bool) -> IndexManifest | None:
@@ -149,8 +161,7 @@ def _check_same_build(args: argparse.Namespace, out: Path, manifest: IndexManife
         check_requested(out, manifest.profile, manifest.embedder, args.profile, args.embedder)
     except UsageError as exc:
         raise UsageError(f"{exc}, or pass --replace to build {out} anew") from None
-    recorded_dim = manifest.embedder_params.get("dim")
-    if args.dim is not None and args.dim != recorded_dim:
+    if _other_dim(args.dim, manifest.embedder, manifest.embedder_params):
         raise UsageError(
             f"{out} was indexed with {describe_embedder(manifest)}; --dim {args.dim} does not "
             f"match it (leave --dim out, or pass --replace to build {out} anew)"
@@ -214,26 +225,51 @@ def _index_into_store(args: argparse.Namespace) -> int:
 
     The store follows ``--profile`` / ``--embedder`` like ``--out`` does and
     records them (:class:`~zerda_async.apps.server._replica.StoreProfile`);
-    writing into a store built with other ones is a one-line error.
+    adding to a store keeps the ones it was built with (as ``--out`` does),
+    and naming others is a one-line error.
     """
     from zerda_async.apps.server._replica import (
         StoreProfile,
         is_postgres_url,
+        read_profile,
     )
+    from zerda_async.stores import PostgresIndexStore, redact
 
     if not is_postgres_url(args.store):
         raise UsageError(f"--store {args.store!r}: give a postgresql://... URL (or use --out)")
-    profile = args.profile or DEFAULT_PROFILE
+
+    async def recorded_profile() -> StoreProfile | None:
+        store = await PostgresIndexStore.open(args.store)
+        try:
+            return await read_profile(store)
+        finally:
+            await store.aclose()
+
+    if args.hnsw and args.embedder == KEYWORD_ONLY:
+        raise UsageError("--hnsw needs vectors, and --embedder none is keyword only")
+    recorded = anyio.run(recorded_profile)  # None: nothing written yet
+    if recorded is not None:
+        where = f"the index store {redact(args.store)}"
+        check_requested(where, recorded.profile, recorded.embedder, args.profile, args.embedder)
+        if _other_dim(args.dim, recorded.embedder, recorded.embedder_params):
+            raise UsageError(
+                f"{where} was built with the {recorded.describe()}; --dim {args.dim} does not "
+                "match it (leave --dim out)"
+            )
+    profile = recorded.profile if recorded is not None else args.profile or DEFAULT_PROFILE
     report = _read_report(args, args.chunk_size or CHUNK_SIZES[profile])
-    config = profile_config(profile)
-    choice = choose_embedder(profile, args.embedder, args.dim or DEFAULT_DIM)
+    if recorded is not None:
+        choice, mine = EmbedderChoice(recorded.make_embedder(), recorded.embedder), recorded
+    else:
+        choice = choose_embedder(profile, args.embedder, args.dim or DEFAULT_DIM)
+        params = {} if choice.embedder is None else choice.embedder.params()
+        analyzer = profile_config(profile).retriever.text_analyzer
+        mine = StoreProfile(profile, analyzer, choice.name, params)
     if args.hnsw and choice.embedder is None:
         raise UsageError(
             f"--hnsw needs vectors, and the {profile} profile with --embedder"
-            f" {args.embedder or 'auto'} is keyword only: choose an --embedder"
+            f" {choice.name} is keyword only: choose an --embedder"
         )
-    params = {} if choice.embedder is None else choice.embedder.params()
-    mine = StoreProfile(profile, config.retriever.text_analyzer, choice.name, params)
     started = time.perf_counter()
 
     version, hnsw_seconds = anyio.run(_write_store, args, report, choice, mine)
