@@ -124,8 +124,20 @@ async def test_citations_are_highlighted_at_their_code_point_offsets() -> None:
             "[...document.querySelectorAll('#context mark')].map(m => [m.textContent, m.className])"
         )
         whole = await page.evaluate("document.getElementById('context').textContent")
+        blocks = await page.evaluate(
+            "[...document.querySelectorAll('#context > .block')].map(b => b.textContent)"
+        )
+        # A cited span running over a line break keeps its lines in one block.
+        spanning = {**result, "context": "head\none two\nthree\nfour\n"}
+        spanning["citations"] = [{**citations[0], "start": 9, "end": 18}]
+        await page.evaluate(f"zerdaPage.showResult({json.dumps(spanning)}); true")
+        joined = await page.evaluate(
+            "[...document.querySelectorAll('#context > .block')].map(b => b.textContent)"
+        )
     assert marks == [[spans[0][0], "cite"], [spans[1][0], "cite truncated"]]
     assert whole == context
+    assert blocks == [line + "\n" for line in context.split("\n")[:-1]]
+    assert joined == ["head\n", "one two\nthree\n", "four\n"]
 
 
 @pytest.mark.timeout(120)

@@ -74,12 +74,57 @@
   }
 
   // Offsets count Unicode code points (Python's str indices); JavaScript strings count
-  // UTF-16 units, so the context is cut as an array of code points.
-  function lineEnds(points) {
-    const ends = [];
-    points.forEach((ch, i) => { if (ch === "\n") ends.push(i + 1); });
-    if (!ends.length || ends[ends.length - 1] < points.length) ends.push(points.length);
-    return ends;
+  // UTF-16 units, so the context is cut as an array of code points.  Cited spans are
+  // clipped so they do not overlap; each keeps its number (its rank in start order).
+  function citedSpans(cites, length) {
+    const spans = [];
+    let at = 0;
+    cites.forEach((cite, i) => {
+      const start = Math.max(cite.start, at), end = Math.min(cite.end, length);
+      if (end <= start) return;
+      spans.push({ cite: cite, n: i + 1, start: start, end: end });
+      at = end;
+    });
+    return spans;
+  }
+
+  // The context's blocks: its lines, where a cited span running over a line break joins
+  // the lines it covers into one block.  Each is [start, end, spans inside].
+  function blocksOf(points, spans) {
+    const blocks = [];
+    let start = 0;
+    for (let i = 0; i <= points.length; i++) {
+      if (i < points.length && points[i] !== "\n") continue;
+      const end = Math.min(i + 1, points.length);
+      if (end > start) {
+        const last = blocks[blocks.length - 1];
+        if (last && spans.some((s) => s.start < last[1] && s.end > last[1])) last[1] = end;
+        else blocks.push([start, end]);
+      }
+      start = end;
+    }
+    return blocks.map(([a, b]) => [a, b, spans.filter((s) => s.start < b && s.end > a)]);
+  }
+
+  function mark(points, span) {
+    return el("mark", {
+      class: span.cite.truncated ? "cite truncated" : "cite",
+      id: `cite-${span.n}`,
+      "data-n": String(span.n),
+      "data-doc-id": String(span.cite.doc_id),
+      title: `${span.cite.label || span.cite.source}`,
+    }, points.slice(span.start, span.end).join(""));
+  }
+
+  function citedBlock(points, start, end, spans) {
+    const block = el("span", { class: "block chunk", dir: "auto" });
+    let at = start;
+    for (const span of spans) {
+      block.append(points.slice(at, span.start).join(""), mark(points, span));
+      at = span.end;
+    }
+    block.append(points.slice(at, end).join(""));
+    return block;
   }
 
   function lineBlock(text) {
@@ -93,6 +138,18 @@
     return el("span", { class: "block line", dir: "auto" }, text);
   }
 
+  function citationItem(span) {
+    const cite = span.cite;
+    const item = el("li", { "data-doc-id": String(cite.doc_id) });
+    const link = el("a", { href: `#cite-${span.n}`, class: "src" });
+    link.append(el("bdi", {}, String(cite.source)));
+    const meta = el("span", { class: "meta" });
+    if (cite.label) meta.append(el("bdi", {}, cite.label), " · ");
+    meta.append(el("bdi", {}, String(cite.doc_id)), cite.truncated ? " · truncated" : "");
+    item.append(link, " ", meta);
+    return item;
+  }
+
   function renderContext(result) {
     const box = $("context"), list = $("citations");
     box.replaceChildren();
@@ -101,46 +158,13 @@
     box.dir = directionOf(result.context || "");
     const cites = Array.isArray(result.citations) ? result.citations.slice() : [];
     cites.sort((a, b) => a.start - b.start);
-    const ends = lineEnds(points);
-    const endOfLine = (i) => ends.find((end) => end > i) || points.length;
-    let at = 0;
-    const plainUpTo = (stop) => {
-      while (at < stop) {
-        const end = Math.min(endOfLine(at), stop);
-        box.append(lineBlock(points.slice(at, end).join("")));
-        at = end;
-      }
-    };
-    cites.forEach((cite, i) => {
-      const start = Math.max(cite.start, at), end = Math.min(cite.end, points.length);
-      if (end <= start) return;
-      // The cited chunk's block runs from its line's start to its last line's end.
-      const lineStart = Math.max(at, ...ends.filter((e) => e <= start), 0);
-      plainUpTo(lineStart);
-      const before = points.slice(at, start).join("");
-      const block = el("span", { class: "block chunk", dir: "auto" }, before);
-      const mark = el("mark", {
-        class: cite.truncated ? "cite truncated" : "cite",
-        id: `cite-${i + 1}`,
-        "data-n": String(i + 1),
-        "data-doc-id": String(cite.doc_id),
-        title: `${cite.label || cite.source}`,
-      }, points.slice(start, end).join(""));
-      const next = cites[i + 1] ? cites[i + 1].start : points.length;
-      const blockEnd = Math.max(end, Math.min(endOfLine(end - 1), next));
-      block.append(mark, points.slice(end, blockEnd).join(""));
-      box.append(block);
-      at = blockEnd;
-      const item = el("li", { "data-doc-id": String(cite.doc_id) });
-      const link = el("a", { href: `#cite-${i + 1}`, class: "src" });
-      link.append(el("bdi", {}, String(cite.source)));
-      const meta = el("span", { class: "meta" });
-      if (cite.label) meta.append(el("bdi", {}, cite.label), " · ");
-      meta.append(el("bdi", {}, String(cite.doc_id)), cite.truncated ? " · truncated" : "");
-      item.append(link, " ", meta);
-      list.append(item);
-    });
-    plainUpTo(points.length);
+    const spans = citedSpans(cites, points.length);
+    for (const [start, end, inside] of blocksOf(points, spans)) {
+      box.append(inside.length
+        ? citedBlock(points, start, end, inside)
+        : lineBlock(points.slice(start, end).join("")));
+    }
+    for (const span of spans) list.append(citationItem(span));
     if (!cites.length) {
       // Without citations in the result, list the ranked chunks it used instead.
       for (const chunk of result.chunks_used || []) {
