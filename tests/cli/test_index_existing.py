@@ -143,3 +143,16 @@ def test_an_index_saved_from_python_is_not_added_to(
     assert status == 2 and "saved from Python" in err and "--replace" in err
     assert _zerda(capsys, "index", str(files["coffee"]), "--out", str(out), "--replace")[0] == 0
     assert _doc_ids(out) == ["coffee.txt#0"]
+
+
+def test_a_file_named_otherwise_than_before_is_noted(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "idx"
+    folder = files["nile"].parent
+    assert _zerda(capsys, "index", str(folder), "--out", str(out))[0] == 0
+    status, _, err = _zerda(capsys, "index", str(files["coffee"]), "--out", str(out))
+    assert status == 0
+    # Found in its folder it was "<folder>/coffee.txt"; named alone it is "coffee.txt".
+    assert f"coffee.txt is added beside {folder.name}/coffee.txt, not in its place" in err
+    assert len(err.strip().splitlines()) == 1

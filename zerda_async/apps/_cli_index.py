@@ -42,7 +42,7 @@ from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import UsageError
 from zerda_async.indexing import CURRENT_FILE
 
-__all__ = ["check_profile", "cmd_index", "stale_doc_ids"]
+__all__ = ["check_profile", "cmd_index", "note_other_names", "stale_doc_ids"]
 
 DEFAULT_DIM = 256
 """``--dim`` of a new index with the hashing embedder."""
@@ -135,7 +135,9 @@ def _add_to_saved(args: argparse.Namespace, out: Path, manifest: IndexManifest) 
     async def run() -> tuple[int, int]:
         async with open_index(out) as engine:
             removed = 0
-            gone = stale_doc_ids(engine.doc_ids(), report.chunks)
+            existing = engine.doc_ids()
+            note_other_names(existing, report.chunks)
+            gone = stale_doc_ids(existing, report.chunks)
             if gone:
                 removed = await engine.remove(gone)
             replaced = await engine.update(report.chunks)
@@ -305,7 +307,9 @@ async def _write_store(
             )
         await store.set_setting(PROFILE_SETTING, mine.record())
         # Files indexed again replace their chunks (doc ids come from the file names).
-        gone = stale_doc_ids(await store.doc_ids(), report.chunks)
+        existing = await store.doc_ids()
+        note_other_names(existing, report.chunks)
+        gone = stale_doc_ids(existing, report.chunks)
         vectors = None
         if choice.embedder is not None:
             texts = [c.text for c in report.chunks]
@@ -331,3 +335,24 @@ def stale_doc_ids(doc_ids: Iterable[Any], chunks: Sequence[Any]) -> list[str]:
     stems = {str(c.doc_id).rsplit("#", 1)[0] for c in chunks}
     found = (str(d) for d in doc_ids)
     return [d for d in found if d.rsplit("#", 1)[0] in stems and d not in fresh]
+
+
+def note_other_names(doc_ids: Iterable[Any], chunks: Sequence[Any]) -> None:
+    """Say on standard error when a file read now seems indexed before under another name.
+
+    A chunk's doc id starts with its file's label, which depends on how the file
+    was named: ``docs/a.md`` when found in the folder ``docs``, ``a.md`` when
+    named alone.  The same file given the other way gets other doc ids, so it
+    is added beside its old chunks instead of replacing them; a file of the same
+    name may also just be another file, so this is a note, not an error.
+    """
+    stems = {str(d).rsplit("#", 1)[0] for d in doc_ids}
+    for label in sorted({str(c.doc_id).rsplit("#", 1)[0] for c in chunks} - stems):
+        name = label.rsplit("/", 1)[-1]
+        others = sorted(s for s in stems if s != label and s.rsplit("/", 1)[-1] == name)
+        if others:
+            err(
+                f"{PROG}: note: {label} is added beside {', '.join(others[:3])}, not in its "
+                "place (the same file named another way?): index it as before, by its folder "
+                "or alone, to replace it"
+            )
