@@ -12,7 +12,6 @@ import pytest
 
 from sync_api import ContextEngine, ContextEngineConfig
 from zerda_async import ConfigError
-from zerda_async.integrations._filters import to_zerda_filters
 
 from .conftest import CORPUS, QUERY, Doc
 
@@ -24,6 +23,7 @@ from zerda_async.integrations import (  # noqa: E402  (after the frameworks are 
     ZerdaHaystackRetriever,
     ZerdaLlamaIndexRetriever,
     ZerdaRetriever,
+    to_zerda_filters,
     zerda_context_runnable,
 )
 

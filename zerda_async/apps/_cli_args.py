@@ -160,24 +160,14 @@ def _add_index(commands: Any) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to read")
     where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument(
-        "--out",
-        metavar="DIR",
-        help="directory to save the index in; an index already there is kept: the files' "
-        "chunks are added, replacing the chunks of files indexed before (as --store does)",
-    )
+    where.add_argument("--out", metavar="DIR", help="directory to save the index in, or to add to")
     where.add_argument(
         "--store",
         metavar="URL",
         help="postgresql://... index store to write into (adds the files' chunks, replacing "
         "the chunks of files indexed before)",
     )
-    p.add_argument(
-        "--replace",
-        action="store_true",
-        help="with --out: build DIR anew from these files only, dropping the index it holds "
-        "(with another profile or embedder, say)",
-    )
+    p.add_argument("--replace", action="store_true", help="with --out: build DIR anew, not add")
     _add_profile_flags(p, building=True)
     p.add_argument(
         "--chunk-size",
@@ -368,16 +358,14 @@ def _add_profile_flags(p: argparse.ArgumentParser, building: bool) -> None:
             choices=PROFILES,
             default=None,
             help="recommended (default: ContextEngineConfig.recommended()) or documented "
-            "(the documented package's behaviour); adding to an index: as recorded, "
-            "another is an error",
+            "(the documented package's behaviour)",
         )
         p.add_argument(
             "--embedder",
             choices=EMBEDDER_CHOICES,
             default="auto",
             help="auto (default): keyword only with the recommended profile, the lexical "
-            "hashing embedder with the documented one; adding to an index: as recorded, "
-            "another is an error",
+            "hashing embedder with the documented one",
         )
         return
     p.add_argument(
