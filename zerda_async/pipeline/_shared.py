@@ -36,7 +36,8 @@ from zerda_async.core.index.analysis import analyzer_for
 from zerda_async.core.models import Composition, ConversationHistory, RetrievalMethod, ScoredChunk
 from zerda_async.core.retrieval import Found, fuse_found, method_list, plan_search
 from zerda_async.errors import ConfigError, StoreUnavailableError
-from zerda_async.pipeline._job import Job, options_cache_suffix
+from zerda_async.pipeline._cache_keys import context_key
+from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._state import EngineState
 from zerda_async.stores import LearningSample, apply_window
 
@@ -160,15 +161,16 @@ async def cached_composition(job: Job, state: EngineState) -> Composition | None
     on a miss this replica holds the key's lock until that stage releases it.
     """
     assert state.cache is not None
-    base = state.cache.make_key(job.query, job.options.metadata_filters)
-    base += options_cache_suffix(job.options, state.config.composer.template)
+    base = context_key(job, state)
     version = await corpus_version(state)
     cache = state.stores.cache
     if cache is None:
         job.cache_key, job.cache_version = f"{base}@{version}", version
         return state.cache.get_composition(job.cache_key)
-    # Engines with other templates may share the store: the template is part of the key.
-    base = f"{state.config.composer.template}|{base}"
+    if not state.private_cache:
+        # Engines with other templates may share the store (the private key's
+        # configuration fingerprint holds the template already).
+        base = f"{state.config.composer.template}|{base}"
     try:
         deadline = time.monotonic() + LOCK_SECONDS
         checked = False

@@ -10,6 +10,7 @@ adaptive statistics).
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -92,6 +93,14 @@ class EngineState:
         # remove), and it becomes part of every cache key, so a context built
         # from an older corpus is never served.
         self.cache_corpus_version: int | None = None
+        # False keeps the documented cache (the sync facade): keyed by the raw
+        # query, looked up before the history enrichment.  The async engine sets
+        # it: the key is the effective query's, private to the conversation
+        # whose turns enriched it, and a hit is still a turn of its session
+        # (see pipeline._cache_keys).  ``instance_id`` scopes this engine's
+        # default conversation in a cache shared with other engines.
+        self.private_cache = False
+        self.instance_id = uuid.uuid4().hex
         # Shared stores (none by default: everything in this process), what
         # was bypassed because a cache or learning store did not answer, and
         # when the shared learning window was last read.

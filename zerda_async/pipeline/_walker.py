@@ -2,10 +2,10 @@
 
 :func:`walk` applies each stage in order — timing it, naming it on an
 exception, logging it, reporting it to the caller's ``on_stage`` — and stops
-at a cache hit.  A stage the async runner already applied ahead (its
-speculation, see :class:`~._job.Ahead`) is kept when it still holds and
-applied again when not; a stage that must await (a coroutine embedder) is
-awaited.
+at a cache hit (but for a stage that follows one: a session's turn).  A
+stage the async runner already applied ahead (its speculation, see
+:class:`~._job.Ahead`) is kept when it still holds and applied again when
+not; a stage that must await (a coroutine embedder) is awaited.
 
 :func:`walk` is a coroutine so that one implementation serves both runners:
 the sync runner (:func:`run_job`) drives it to completion without an event
@@ -106,8 +106,8 @@ async def walk(
     contract) with a note naming the stage.
     """
     for stage in stages:
-        if job.result is not None:
-            break
+        if job.result is not None and not stage.after_hit(job, state):
+            continue  # a cache hit ends the run, but for what must follow every request
         if _applied_ahead(stage, job, state):
             duration = job.timings.get(stage.name, 0.0)
         elif stage.awaits(state):
