@@ -107,8 +107,9 @@ class EngineState:
         self.stores = Stores()
         self.bypassed: dict[str, int] = {"cache": 0, "learning": 0}
         self.learning_read_at = float("-inf")
-        # Stores that failed to answer (by id): until when requests skip them, and why.
-        self.stores_down: dict[int, tuple[float, Exception]] = {}
+        # Stores that failed to answer (by id): until when requests skip them, and
+        # why (pipeline._shared.StoreDown).
+        self.stores_down: dict[int, Any] = {}
         # The analysed texts of chunks an index store returned (query coverage), by hash.
         self.term_memo = TermMemo()
 

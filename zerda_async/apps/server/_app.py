@@ -31,6 +31,7 @@ starts it); the application never reads paths or patterns from requests.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -58,9 +59,17 @@ from zerda_async.apps.server._replica import StoreSet
 from zerda_async.apps.server._routes import Service
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.templates import TEMPLATE_NAMES
-from zerda_async.errors import ConfigError, RequestBodyError, StageFailedError, ZerdaError
+from zerda_async.errors import (
+    ConfigError,
+    RequestBodyError,
+    StageFailedError,
+    StoreUnavailableError,
+    ZerdaError,
+)
 
 __all__ = ["ROUTES", "EngineOpener", "EnginePool", "ServiceSettings", "create_app"]
+
+_logger = logging.getLogger("uvicorn.error")
 
 ROUTES = (
     "/v1/context",
@@ -184,7 +193,13 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: object) -> AsyncIterator[None]:
         async with pool.running():
-            await pool.get(default_template)
+            try:
+                await pool.get(default_template)
+            except StoreUnavailableError as exc:
+                # A store down at start-up does not stop the replica: it answers 503
+                # naming the store (requests, /readyz) and opens the engine once the
+                # store answers (see EnginePool.get), without a restart.
+                _logger.warning("starting without the engine: %s; retried by each request", exc)
             yield
 
     app = Starlette(

@@ -33,7 +33,7 @@ from zerda_async.apps.server._schemas import (
 from zerda_async.apps.server._sse import EventStreamResponse, encode_event, sse_record
 from zerda_async.core.templates import TEMPLATE_NAMES
 from zerda_async.engine import AsyncContextEngine
-from zerda_async.errors import EngineClosedError, failed_stage
+from zerda_async.errors import EngineClosedError, StoreUnavailableError, failed_stage
 from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
 from zerda_async.pipeline import RunOptions
 
@@ -252,7 +252,7 @@ class Service:
         try:
             with anyio.fail_after(self.settings.request_timeout):
                 await self.engine()
-        except (EngineClosedError, TimeoutError):
+        except (EngineClosedError, StoreUnavailableError, TimeoutError):
             status, code = "unavailable", 503
         return json_response(
             Health(
@@ -324,6 +324,8 @@ class Service:
         try:
             with anyio.fail_after(timeout):
                 await self.pool.get(self.default_template)
+        except StoreUnavailableError as exc:
+            found[exc.store] = str(exc)  # down at start-up: the engine waits for it
         except (EngineClosedError, TimeoutError) as exc:
             found["engine"] = str(exc) or "the engine did not start in time"
         if self.store_set is not None:

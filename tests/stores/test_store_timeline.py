@@ -1,0 +1,117 @@
+"""The failure timeline of a ``zerda serve`` replica whose PostgreSQL is down or stopped.
+
+Issue 20, items 4 and 5: a replica started with PostgreSQL down answers 503
+naming the store (``/readyz`` and requests) at once and serves once it is up,
+without a restart; a stopped PostgreSQL costs a request at most one store
+timeout (a quarter of ``--request-timeout``: 2.5 s here), not one per
+operation, and a cached question is still served from the cache store.
+
+The bounds asserted are generous (this machine is shared): they separate
+"one store timeout" from the two or more the replica took before, not
+milliseconds.  ``docs/sessions.md`` gives the timeline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from .replicas import index_files, replicas, write_corpus
+from .servers import PostgresServer, RedisServer
+
+REQUEST_TIMEOUT = 10.0
+STORE_TIMEOUT = REQUEST_TIMEOUT / 4  # what the service gives each store operation
+SLACK = 1.5  # HTTP round trips and a loaded machine
+
+
+@pytest.fixture(scope="module")
+def own_servers(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[PostgresServer, RedisServer]]:
+    postgres = PostgresServer()
+    redis = RedisServer(tmp_path_factory.mktemp("timeline-redis"))
+    try:
+        postgres.start()
+        redis.start()
+        index_files(postgres.url, *write_corpus(tmp_path_factory.mktemp("timeline-corpus")))
+        yield postgres, redis
+    finally:
+        redis.stop()
+        postgres.stop()
+
+
+def _timed(call: Any) -> tuple[httpx.Response, float]:
+    started = time.monotonic()
+    response = call()
+    return response, time.monotonic() - started
+
+
+def _ask(client: httpx.Client, query: str, **extra: Any) -> httpx.Response:
+    return client.post("/v1/context", json={"query": query, **extra})
+
+
+def test_started_with_postgres_down_answers_503_then_serves_without_a_restart(
+    own_servers: tuple[PostgresServer, RedisServer],
+) -> None:
+    postgres, _ = own_servers
+    postgres.kill()
+    try:
+        # /openapi.json answers whatever the stores: the process is up.
+        with (
+            replicas(postgres.url, postgres.url, 1, REQUEST_TIMEOUT, "/openapi.json") as urls,
+            httpx.Client(base_url=urls[0], timeout=30) as client,
+        ):
+            ready, ready_s = _timed(lambda: client.get("/readyz"))
+            down, down_s = _timed(lambda: _ask(client, "How is coffee served?"))
+            postgres.start()
+            up_at = time.monotonic()
+            while (served := _ask(client, "How is coffee served?")).status_code != 200:
+                assert time.monotonic() - up_at < 20, served.text
+                time.sleep(0.05)
+            recovered_s = time.monotonic() - up_at
+            after = client.get("/readyz")
+    finally:
+        if postgres.process is None:
+            postgres.start()
+    assert ready.status_code == 503 and ready.json()["stores"]["index store"] != "ok"
+    assert down.status_code == 503 and down.json()["error"].startswith("index store at ")
+    assert down.headers["Retry-After"]
+    assert ready_s < SLACK and down_s < SLACK, (ready_s, down_s)
+    assert recovered_s < 2 + SLACK, recovered_s
+    assert after.status_code == 200 and set(after.json()["stores"].values()) == {"ok"}
+
+
+def test_stopped_postgres_costs_one_store_timeout_and_cached_questions_are_served(
+    own_servers: tuple[PostgresServer, RedisServer],
+) -> None:
+    postgres, redis = own_servers
+    with (
+        replicas(postgres.url, redis.url, 1, REQUEST_TIMEOUT, "/readyz") as urls,
+        httpx.Client(base_url=urls[0], timeout=30) as client,
+    ):
+        warm = _ask(client, "How is coffee served?")
+        assert warm.status_code == 200 and warm.json()["cache_hit"] is False
+        with postgres.stopped():
+            first, first_s = _timed(lambda: _ask(client, "Where does the Nile flow?"))
+            second, second_s = _timed(lambda: _ask(client, "What is BM25?"))
+            cached, cached_s = _timed(lambda: _ask(client, "How is coffee served?"))
+            turn = _ask(client, "How is coffee served?", session_id="timeline")
+            turns = client.get("/v1/sessions/timeline")
+        up_at = time.monotonic()
+        while (served := _ask(client, "Where does the Nile flow?")).status_code != 200:
+            assert time.monotonic() - up_at < 20, served.text
+            time.sleep(0.05)
+    for down in (first, second):
+        assert down.status_code == 503 and down.json()["error"].startswith("index store at ")
+    # One store timeout for the first request, none for the next (the store is known down).
+    assert first_s < STORE_TIMEOUT + SLACK, first_s
+    assert second_s < SLACK, second_s
+    assert cached.status_code == 200 and cached.json()["cache_hit"] is True, cached.text
+    assert cached.json()["context"] == warm.json()["context"] and cached_s < SLACK
+    # A session's cached question is a turn of it, with the index store stopped.
+    assert turn.status_code == 200 and turn.json()["cache_hit"] is True
+    assert [t["query"] for t in turns.json()["turns"]] == ["How is coffee served?"]
