@@ -15,10 +15,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+
+from zerda_async.errors import StoreUnavailableError
+from zerda_async.pipeline import EngineState, guarded
+from zerda_async.stores import PostgresIndexStore
 
 from .replicas import index_files, replicas, write_corpus
 from .servers import PostgresServer, RedisServer
@@ -26,6 +32,7 @@ from .servers import PostgresServer, RedisServer
 REQUEST_TIMEOUT = 10.0
 STORE_TIMEOUT = REQUEST_TIMEOUT / 4  # what the service gives each store operation
 SLACK = 1.5  # HTTP round trips and a loaded machine
+QUESTIONS = ["Why do dates ripen in stages?", "What is overfitting?", "What is espresso?"]
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +108,11 @@ def test_stopped_postgres_costs_one_store_timeout_and_cached_questions_are_serve
             cached, cached_s = _timed(lambda: _ask(client, "How is coffee served?"))
             turn = _ask(client, "How is coffee served?", session_id="timeline")
             turns = client.get("/v1/sessions/timeline")
+            # Past the cool-off, one request probes the store and the others fail at once
+            # (they still commit after it, in submission order): one timeout each at most.
+            time.sleep(1.2)
+            with ThreadPoolExecutor(3) as pool:
+                burst = list(pool.map(lambda q: _timed(lambda: _ask(client, q)), QUESTIONS))
         up_at = time.monotonic()
         while (served := _ask(client, "Where does the Nile flow?")).status_code != 200:
             assert time.monotonic() - up_at < 20, served.text
@@ -113,5 +125,48 @@ def test_stopped_postgres_costs_one_store_timeout_and_cached_questions_are_serve
     assert cached.status_code == 200 and cached.json()["cache_hit"] is True, cached.text
     assert cached.json()["context"] == warm.json()["context"] and cached_s < SLACK
     # A session's cached question is a turn of it, with the index store stopped.
+    assert {r.status_code for r, _ in burst} == {503}
+    assert max(seconds for _, seconds in burst) < STORE_TIMEOUT + SLACK, burst
     assert turn.status_code == 200 and turn.json()["cache_hit"] is True
     assert [t["query"] for t in turns.json()["turns"]] == ["How is coffee served?"]
+
+
+@pytest.mark.anyio
+async def test_a_store_known_down_is_probed_by_one_request_at_a_time(
+    own_servers: tuple[PostgresServer, RedisServer], prefix: str
+) -> None:
+    """After the cool-off, one operation probes the stopped store; the others fail at once."""
+    postgres, _ = own_servers
+    store = await PostgresIndexStore.open(postgres.url, prefix=prefix, operation_timeout=1.0)
+    state = EngineState()
+    calls: list[float] = []
+
+    async def search() -> Any:
+        calls.append(time.monotonic())
+        return await store.keyword_search("nile", 3)
+
+    async def one(failures: list[float]) -> None:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError, match=r"^index store"):
+            await guarded(state, store, search)
+        failures.append(time.monotonic() - started)
+
+    try:
+        await store.count()  # connected while the server answers
+        with postgres.stopped():
+            first: list[float] = []
+            await one(first)  # marks it down
+            await one(first)  # within the cool-off: at once, no call
+            assert len(calls) == 1 and first[1] < 0.2, first
+            await anyio.sleep(1.1)
+            burst: list[float] = []
+            async with anyio.create_task_group() as tg:
+                for _ in range(3):
+                    tg.start_soon(one, burst)
+            assert len(calls) == 2, "more than one request probed the store"
+            assert sorted(burst)[1] < 0.2, burst
+        await anyio.sleep(1.1)  # past the cool-off: the next operation probes, and it answers
+        assert await guarded(state, store, search) is not None
+        assert not state.stores_down
+    finally:
+        await store.aclose()
