@@ -90,11 +90,10 @@ def reference() -> Reference:
 
 
 @asynccontextmanager
-async def replicas(
-    kind: str, request: pytest.FixtureRequest, prefix: str
-) -> AsyncIterator[list[Any]]:
+async def replicas(kind: str, url: str | None, prefix: str) -> AsyncIterator[list[Any]]:
     """Two engines sharing a session and a cache store of ``kind`` (indexed, running);
-    ``process``: one engine without stores, as both replicas."""
+    ``process``: one engine without stores, as both replicas.  ``url``: the Redis or
+    PostgreSQL server's (also used by ``bench/bench_private_sessions.py``)."""
     opened: list[Any] = []
     stores: list[Stores | None] = []
     if kind == "process":
@@ -103,13 +102,13 @@ async def replicas(
         shared = Stores(sessions=MemorySessionStore(), cache=MemoryCacheStore())
         stores = [shared, shared]
     elif kind == "redis":
-        url = request.getfixturevalue("redis_server").url
+        assert url is not None
         for _ in range(2):
             pair = [RedisSessionStore(url, prefix=prefix), RedisCacheStore(url, prefix=prefix)]
             opened += pair
             stores.append(Stores(sessions=pair[0], cache=pair[1]))
     else:
-        url = request.getfixturevalue("postgres").url
+        assert url is not None
         for _ in range(2):
             pair = [
                 await PostgresSessionStore.open(url, prefix=prefix),
@@ -128,6 +127,15 @@ async def replicas(
     finally:
         for store in opened:
             await store.aclose()
+
+
+def server_url(kind: str, request: pytest.FixtureRequest) -> str | None:
+    """The URL of the test server ``kind`` needs (started on first use)."""
+    if kind == "redis":
+        return str(request.getfixturevalue("redis_server").url)
+    if kind == "postgresql":
+        return str(request.getfixturevalue("postgres").url)
+    return None
 
 
 @dataclass
@@ -241,9 +249,10 @@ def test_sessions_are_private_and_complete(
     asked = hits = 0
     defaults: dict[int, list[tuple[str, str]]] = {}
     limit = 10 if kind == "process" else 100  # ConversationHistory's and the stores' max_turns
+    running = replicas(kind, server_url(kind, request), prefix)
     with (
         anyio.from_thread.start_blocking_portal("asyncio") as portal,
-        portal.wrap_async_context_manager(replicas(kind, request, prefix)) as engines,
+        portal.wrap_async_context_manager(running) as engines,
     ):
 
         @settings(
@@ -274,7 +283,7 @@ def test_the_issue_scenarios(
     kind: str, reference: Reference, request: pytest.FixtureRequest, prefix: str
 ) -> None:
     async def main() -> None:
-        async with replicas(kind, request, prefix) as (one, two):
+        async with replicas(kind, server_url(kind, request), prefix) as (one, two):
             model = Model()
             enriched = [(QUESTIONS[1], ANSWERS[1])]
             # 1. A's history-enriched context must not reach B nor a session-less request.
