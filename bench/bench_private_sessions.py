@@ -64,7 +64,13 @@ def _script(requests: int, sessions: int, seed: int) -> list[Step]:
 async def _soak(url: str, steps: list[Step]) -> dict[str, Any]:
     reference = Reference()
     model = Model()
-    counts = {"requests": 0, "answers": 0, "leaks": 0, "lost turns": 0, "wrong histories": 0}
+    counts: dict[str, Any] = {
+        "requests": 0,
+        "answers": 0,
+        "leaks": 0,
+        "lost turns": 0,
+        "wrong histories": 0,
+    }
 
     async def checked(engines: list[Any], replica: int, name: str | None, q: int) -> None:
         counts["requests"] += 1

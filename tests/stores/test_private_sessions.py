@@ -119,8 +119,8 @@ async def replicas(kind: str, url: str | None, prefix: str) -> AsyncIterator[lis
     try:
         async with AsyncExitStack() as stack:
             engines = []
-            for shared in stores:
-                engine = AsyncContextEngine(_config(), stores=shared)
+            for replica_stores in stores:
+                engine = AsyncContextEngine(_config(), stores=replica_stores)
                 engines.append(await stack.enter_async_context(engine))
                 await engine.index(load_demo_corpus())
             yield engines * (2 // len(engines))

@@ -273,6 +273,7 @@ async def release_cache_lock(job: Job, state: EngineState) -> None:
         return
     job.cache_locked = False
     key, version = job.cache_key, job.cache_version
+    assert key is not None and version is not None  # set with the lock
     try:
         await guarded(state, cache, lambda: cache.release(key, version))
     except StoreUnavailableError:
