@@ -36,7 +36,9 @@ from zerda_async.stores import (
     Stores,
 )
 
-KINDS = ["process", "memory", "redis", "postgresql"]
+KINDS = ["process", "memory-sessions", "memory", "redis", "postgresql"]
+"""``process``: one engine, no stores; ``memory-sessions``: a shared session store and each
+engine's own cache (``zerda serve --state memory``); the others share both stores."""
 
 QUESTIONS = [
     "How is Arabic coffee served?",
@@ -98,6 +100,9 @@ async def replicas(kind: str, url: str | None, prefix: str) -> AsyncIterator[lis
     stores: list[Stores | None] = []
     if kind == "process":
         stores = [None]
+    elif kind == "memory-sessions":
+        sessions = Stores(sessions=MemorySessionStore())
+        stores = [sessions, sessions]
     elif kind == "memory":
         shared = Stores(sessions=MemorySessionStore(), cache=MemoryCacheStore())
         stores = [shared, shared]

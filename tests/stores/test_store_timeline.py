@@ -22,9 +22,11 @@ import anyio
 import httpx
 import pytest
 
+from zerda_async import AsyncContextEngine
+from zerda_async.apps._demo import load_demo_corpus
 from zerda_async.errors import StoreUnavailableError
-from zerda_async.pipeline import EngineState, guarded
-from zerda_async.stores import PostgresIndexStore
+from zerda_async.pipeline import LOCK_SECONDS, EngineState, guarded
+from zerda_async.stores import PostgresIndexStore, RedisCacheStore, Stores
 
 from .replicas import index_files, replicas, write_corpus
 from .servers import PostgresServer, RedisServer
@@ -170,3 +172,36 @@ async def test_a_store_known_down_is_probed_by_one_request_at_a_time(
         assert not state.stores_down
     finally:
         await store.aclose()
+
+
+class _FailingRanker:
+    """A ranker that fails every request (the first replica's fault)."""
+
+    def rank(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("ranker down")
+
+
+@pytest.mark.anyio
+async def test_a_failed_request_releases_its_cache_lock_at_once(
+    own_servers: tuple[PostgresServer, RedisServer], prefix: str
+) -> None:
+    """Another replica missing the same key computes it at once, not after the lock expires."""
+    _, redis = own_servers
+    caches = [RedisCacheStore(redis.url, prefix=prefix) for _ in range(2)]
+    try:
+        async with (
+            AsyncContextEngine(stores=Stores(cache=caches[0]), ranker=_FailingRanker()) as one,
+            AsyncContextEngine(stores=Stores(cache=caches[1])) as two,
+        ):
+            for engine in (one, two):
+                await engine.index(load_demo_corpus())
+            with pytest.raises(RuntimeError, match="ranker down"):
+                await one.run("How is coffee served?")
+            started = time.monotonic()
+            served = await two.run("How is coffee served?")
+            waited = time.monotonic() - started
+    finally:
+        for cache in caches:
+            await cache.aclose()
+    assert served.context and not served.metadata.get("from_cache")
+    assert waited < LOCK_SECONDS / 2, f"waited {waited:.1f} s for a dead request's lock"

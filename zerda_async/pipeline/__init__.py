@@ -27,13 +27,14 @@ from zerda_async.pipeline._operations import (
     plan_multi_query,
 )
 from zerda_async.pipeline._requests import FINISHED, Phase, Request, RunnerSettings
-from zerda_async.pipeline._shared import StoreDown, guarded
+from zerda_async.pipeline._shared import LOCK_SECONDS, StoreDown, guarded
 from zerda_async.pipeline._stages import STAGES, Stage, build_result
 from zerda_async.pipeline._state import Components, EngineState
 from zerda_async.pipeline._walker import StageCallback, apply_stage, run_job, walk
 
 __all__ = [
     "FINISHED",
+    "LOCK_SECONDS",
     "RUN_KEYWORDS",
     "STAGES",
     "Ahead",
