@@ -186,14 +186,6 @@ class EngineState:
         while len(self.sessions) > limit:
             del self.sessions[next(iter(self.sessions))]
 
-    def cache_key(self, query: str, filters: Mapping[str, Any] | None) -> str:
-        """The context-cache key of a run (requires a cache; see ``cache_corpus_version``)."""
-        assert self.cache is not None
-        key = self.cache.make_key(query, filters)
-        if self.cache_corpus_version is None:
-            return key
-        return f"{key}@{self.cache_corpus_version}"
-
     def require_source_quality_map(self) -> Mapping[str, Any]:
         """The source-quality map, or the documented ``AttributeError`` before ``index()``."""
         if self.source_quality_map is None:
