@@ -1,8 +1,9 @@
-"""Private-sessions soak: 10,000 interleaved requests over two replicas sharing Redis stores.
+"""Private-sessions soak: 10,000 interleaved requests over two replicas sharing their stores.
 
-Method: Redis started by ``tests/stores/servers.py``; two ``AsyncContextEngine``
-replicas in this process share a Redis session store and a Redis cache store
-(as two ``zerda serve --state redis://`` replicas do) and each index the demo
+Method: Redis (or, with ``--state postgresql``, PostgreSQL) started by
+``tests/stores/servers.py``; two ``AsyncContextEngine`` replicas in this
+process share a session store and a cache store on it (as two ``zerda serve
+--state redis://`` replicas do) and each index the demo
 corpus (keyword search, adaptive budget off).  A seeded random script picks,
 for each step, a replica, a conversation (one of ``--sessions`` sessions, or
 none) and one of five questions, or records one of three answers on a
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import anyio
 from _common import command_line, describe_load, describe_machine, format_table, write_summary
-from stores.servers import RedisServer
+from stores.servers import PostgresServer, RedisServer
 from stores.test_private_sessions import (
     ANSWERS,
     QUESTIONS,
@@ -61,7 +62,7 @@ def _script(requests: int, sessions: int, seed: int) -> list[Step]:
     return steps
 
 
-async def _soak(url: str, steps: list[Step]) -> dict[str, Any]:
+async def _soak(kind: str, url: str, steps: list[Step]) -> dict[str, Any]:
     reference = Reference()
     model = Model()
     counts: dict[str, Any] = {
@@ -81,7 +82,7 @@ async def _soak(url: str, steps: list[Step]) -> dict[str, Any]:
             model.turns(replica, name).append((QUESTIONS[q], ""))
 
     started = time.perf_counter()
-    async with replicas("redis", url, f"bench{random.randrange(10**6)}_") as engines:
+    async with replicas(kind, url, f"bench{random.randrange(10**6)}_") as engines:
         for batch in batches(steps):
             if batch[0][0] == "answer":
                 _, replica, name, a = batch[0]
@@ -114,14 +115,15 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=12)
     parser.add_argument("--seed", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="1,000 requests")
+    parser.add_argument("--state", choices=["redis", "postgresql"], default="redis")
     args = parser.parse_args()
     requests = 1_000 if args.quick else args.requests
     steps = _script(requests, args.sessions, args.seed)
     with tempfile.TemporaryDirectory() as tmp:
-        server = RedisServer(Path(tmp))
+        server = RedisServer(Path(tmp)) if args.state == "redis" else PostgresServer()
         try:
             server.start()
-            found = anyio.run(_soak, server.url, steps, backend="asyncio")
+            found = anyio.run(_soak, args.state, server.url, steps, backend="asyncio")
         finally:
             server.stop()
     table = format_table(list(found), [list(found.values())])
@@ -133,7 +135,7 @@ def main() -> int:
             f"Load: {describe_load()}",
             f"Command: `{command_line()}`",
             f"Method: {requests} questions from {args.sessions} sessions and session-less "
-            "requests over two replicas sharing Redis session and cache stores, each "
+            f"requests over two replicas sharing {args.state} session and cache stores, each "
             "compared with a fresh engine given the same history (see the module docstring).",
             "",
             table,
