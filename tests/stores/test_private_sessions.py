@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import sync_api
 from zerda_async import AsyncContextEngine, ContextEngineConfig, ConversationHistory
-from zerda_async.apps._demo import load_demo_corpus
+from zerda_async.apps import load_demo_corpus
 from zerda_async.stores import (
     MemoryCacheStore,
     MemorySessionStore,

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from zerda_async import AsyncContextEngine
-from zerda_async.apps._demo import load_demo_corpus
+from zerda_async.apps import load_demo_corpus
 from zerda_async.errors import StoreUnavailableError
 from zerda_async.pipeline import LOCK_SECONDS, EngineState, guarded
 from zerda_async.stores import PostgresIndexStore, RedisCacheStore, Stores
