@@ -134,8 +134,7 @@ class AsyncContextEngine(IndexMethods, StateMethods):
             # entries expire (RELIABILITY.md); identical until then.
             bounded_cache=True,
         )
-        # Sessions are private: the cache key is the effective query's, scoped to
-        # the conversation that enriched it, and a hit is a turn of its session.
+        # Private sessions: keyed by the effective query, a hit is a turn (docs/sessions.md).
         self._state.private_cache = True
         self.config = self._state.config
         self._runner = AsyncRunner(
