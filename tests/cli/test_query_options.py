@@ -77,7 +77,7 @@ def test_a_saved_configuration_that_does_not_validate_is_a_one_line_error(
     tmp_path: Path,
 ) -> None:
     config = ContextEngineConfig()
-    config.ranking.weight_recency = 2.5
+    config.ranking.weight_recency = -2.5  # a negative weight: an error, not merely large
 
     async def save() -> None:
         async with AsyncContextEngine(config, validate=False) as engine:

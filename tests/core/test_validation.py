@@ -14,9 +14,11 @@ BAD: list[tuple[str, str, Any]] = [
     ("composer", "packing", "greedy"),
     ("composer", "relevance_floor", 2.0),
     ("ranking", "weight_recency", -0.1),
-    ("ranking", "weight_vector_score", 1.5),
+    ("ranking", "weight_vector_score", float("nan")),
+    ("retriever", "metadata_weight", float("inf")),
     ("retriever", "keyword_weight", "0.3"),
-    ("retriever", "min_vector_score", 2.0),
+    ("retriever", "min_vector_score", float("nan")),
+    ("guard", "relevance_threshold", float("-inf")),
     ("query_analyzer", "budget_low", 0),
     ("query_analyzer", "budget_high", -100),
     ("composer", "max_context_length", 0),
@@ -39,7 +41,28 @@ def test_documented_construction_still_accepts_them(section: str, field: str, va
     # The documented package validates nothing; only validate() rejects.
     config = ContextEngineConfig()
     setattr(getattr(config, section), field, value)
-    assert getattr(getattr(config, section), field) == value
+    assert getattr(getattr(config, section), field) is value
+
+
+# Unusual but not errors: weights are relative, thresholds past a score's range
+# switch their check always on or off (as in the documented package).
+UNUSUAL: list[tuple[str, str, Any]] = [
+    ("retriever", "metadata_weight", 2.0),
+    ("retriever", "vector_weight", 0),
+    ("ranking", "weight_vector_score", 1.5),
+    ("ranking", "weight_position", 10),
+    ("retriever", "min_vector_score", 2.0),
+    ("query_analyzer", "arabic_threshold", 1.2),
+    ("filter_cfg", "semantic_sim_threshold", -0.5),
+    ("guard", "relevance_threshold", 3),
+]
+
+
+@pytest.mark.parametrize(("section", "field", "value"), UNUSUAL)
+def test_validate_accepts_what_is_merely_unusual(section: str, field: str, value: Any) -> None:
+    config = ContextEngineConfig()
+    setattr(getattr(config, section), field, value)
+    assert config.validate() is config
 
 
 def test_length_window_must_not_be_inverted() -> None:

@@ -25,12 +25,11 @@ from zerda_async import (
     AsyncContextEngine,
     ContextEngineConfig,
     ContextResult,
-    ConversationHistory,
     SourceQuality,
 )
 from zerda_async.core.retrieval import HybridRetriever, KeywordRetriever
 from zerda_async.errors import failed_stage
-from zerda_async.pipeline import Request
+from zerda_async.pipeline import Request, make_job, run_job
 
 __all__ = [
     "CORPUS",
@@ -159,52 +158,32 @@ def engine_state(engine: Any, sessions: list[str | None]) -> dict[str, Any]:
 
 
 class SyncReference:
-    """``sync_api.ContextEngine`` plus one history per ``session_id``.
+    """The sync runner, one request at a time, on a ``sync_api.ContextEngine``'s state.
 
-    The documented engine has a single conversation; a session's run is
-    emulated by installing that session's history before the run, which is
-    exactly what the async engine's per-session history selection does.
+    The state is switched to the async engine's mode (``private_cache``: one
+    conversation per ``session_id``, the cache keyed by the effective query
+    and private to the conversation that enriched it, a session's cache hit
+    still a turn of it), so each request runs the very stage list the async
+    engine runs, with its sessions, through the documented sync runner.
     """
 
     def __init__(self, make_config: Callable[[], ContextEngineConfig], **components: Any) -> None:
         self.engine = sync_api.ContextEngine(config=make_config(), **components)
-        self.default = self.engine.get_history()
-        self.sessions: dict[str, Any] = {}
+        self.state = self.engine._state
+        self.state.private_cache = True
 
     def index(self, chunks: Any, **kwargs: Any) -> None:
         self.engine.index(chunks, **kwargs)
 
     def run(self, query: Any, *, session_id: str | None = None, **kwargs: Any) -> Any:
         """The result, or the exception the run raised."""
-        created = None
-        if session_id is None:
-            history = self.default
-        elif session_id in self.sessions:
-            history = self.sessions[session_id]
-        elif self.engine.config.multi_turn:
-            history = created = ConversationHistory(session_id=session_id)
-        else:
-            history = None
-        # None stands for "no conversation" (multi-turn off): the facade takes any object.
-        self.engine.set_conversation(history)  # type: ignore[arg-type]
-        outcome: Any
         try:
-            outcome = self.engine.run(query, **kwargs)
+            return run_job(make_job(query, session_id=session_id, **kwargs), self.state)
         except Exception as exc:
-            outcome = exc
-        # The async engine creates a session's conversation when the history
-        # stage first runs for it: not on a cache hit, nor when the cache
-        # lookup itself failed.
-        reached_history = not (
-            (isinstance(outcome, BaseException) and failed_stage(outcome) == "cache_lookup")
-            or (not isinstance(outcome, BaseException) and outcome.metadata.get("from_cache"))
-        )
-        if created is not None and reached_history:
-            self.sessions[session_id] = created  # type: ignore[index]
-        return outcome
+            return exc
 
     def get_history(self, session_id: str | None = None) -> Any:
-        return self.default if session_id is None else self.sessions.get(session_id)
+        return self.state.history if session_id is None else self.state.sessions.get(session_id)
 
     def get_performance_report(self) -> dict[str, Any]:
         return self.engine.get_performance_report()

@@ -16,7 +16,7 @@ import sync_api
 from zerda_async import AsyncContextEngine, ContextEngineConfig
 from zerda_async.core.retrieval import HybridRetriever, KeywordRetriever
 from zerda_async.errors import IndexStateError
-from zerda_async.pipeline import EngineState
+from zerda_async.pipeline import EngineState, context_key, make_job
 
 from .support import embed
 
@@ -143,7 +143,8 @@ async def test_an_update_never_serves_a_context_of_the_old_corpus() -> None:
 def test_the_sync_cache_key_stays_documented() -> None:
     state = EngineState()
     assert state.cache is not None
-    assert state.cache_key("Hello", {"a": 1}) == state.cache.make_key("Hello", {"a": 1})
+    job = make_job("Hello", metadata_filters={"a": 1})
+    assert context_key(job, state) == state.cache.make_key("Hello", {"a": 1})
     engine = sync_api.ContextEngine().index(CORPUS)
     assert engine.run("What is BM25?").context == engine.run("What is BM25?").context
 

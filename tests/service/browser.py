@@ -107,6 +107,12 @@ class Page:
         await self.evaluate(f"document.querySelector({json.dumps(selector)}).focus()")
         await self.send("Input.insertText", text=text)
 
+    async def capture(self, x: float, y: float, width: float, height: float) -> bytes:
+        """A PNG of the page region at CSS pixels ``(x, y, width, height)``, at twice the scale."""
+        clip = {"x": x, "y": y, "width": width, "height": height, "scale": 2}
+        shot = await self.send("Page.captureScreenshot", format="png", clip=clip)
+        return base64.b64decode(shot["data"])
+
     async def screenshot(self, path: Path) -> None:
         """Write a PNG of the viewport to ``path``."""
         shot = await self.send("Page.captureScreenshot", format="png")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import anyio.to_thread
 import httpx
 import pytest
 from fastapi import FastAPI
 
-from zerda_async.apps.server import create_app
+from zerda_async.apps.cli import main
+from zerda_async.apps.server import create_app, index_app, store_app
 
 from .support import live_server, memory_opener
 
@@ -78,3 +82,30 @@ async def test_healthz_is_not_ok_when_the_engine_cannot_start() -> None:
     assert "index directory vanished" in health.json()["error"]
     assert context.status_code == 503
     assert "could not be started" in context.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("profile", "template"), [("recommended", "auto"), ("documented", "arabic")]
+)
+async def test_a_mounted_index_uses_its_profiles_template_as_zerda_serve_does(
+    tmp_path: Path, profile: str, template: str
+) -> None:
+    notes = tmp_path / "nile.txt"
+    notes.write_text(
+        "The Nile flows north through Egypt into the Mediterranean Sea.\n", encoding="utf-8"
+    )
+    index = tmp_path / "idx"
+    build = ["index", str(notes), "--out", str(index), "--profile", profile]
+    assert await anyio.to_thread.run_sync(main, build) == 0
+    question = {"query": "Where does the Nile flow?"}
+    found = {}
+    # index_app is what a FastAPI user mounts; store_app is what `zerda serve DIR` runs.
+    for name, zerda in (("mounted", index_app(index)), ("served", store_app(str(index)))):
+        app = FastAPI(lifespan=zerda.router.lifespan_context)
+        app.mount("/zerda", zerda)
+        async with live_server(app) as url, httpx.AsyncClient(base_url=url) as client:
+            found[name] = (await client.post("/zerda/v1/context", json=question)).json()
+    assert found["mounted"]["template"] == found["served"]["template"] == template
+    assert found["mounted"]["context"] == found["served"]["context"]
+    english = found["mounted"]["context"].startswith("📚 Retrieved Information:")
+    assert english == (template == "auto")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 import tempfile
@@ -12,7 +13,9 @@ from urllib.parse import quote
 
 import anyio
 import httpx
+import numpy as np
 import pytest
+from PIL import Image
 
 from zerda_async.apps.server import create_app
 
@@ -121,8 +124,20 @@ async def test_citations_are_highlighted_at_their_code_point_offsets() -> None:
             "[...document.querySelectorAll('#context mark')].map(m => [m.textContent, m.className])"
         )
         whole = await page.evaluate("document.getElementById('context').textContent")
+        blocks = await page.evaluate(
+            "[...document.querySelectorAll('#context > .block')].map(b => b.textContent)"
+        )
+        # A cited span running over a line break keeps its lines in one block.
+        spanning = {**result, "context": "head\none two\nthree\nfour\n"}
+        spanning["citations"] = [{**citations[0], "start": 9, "end": 18}]
+        await page.evaluate(f"zerdaPage.showResult({json.dumps(spanning)}); true")
+        joined = await page.evaluate(
+            "[...document.querySelectorAll('#context > .block')].map(b => b.textContent)"
+        )
     assert marks == [[spans[0][0], "cite"], [spans[1][0], "cite truncated"]]
     assert whole == context
+    assert blocks == [line + "\n" for line in context.split("\n")[:-1]]
+    assert joined == ["head\n", "one two\nthree\n", "four\n"]
 
 
 @pytest.mark.timeout(120)
@@ -153,3 +168,93 @@ async def test_a_shared_link_holds_the_context_in_the_dumped_dom(
     assert len(marks) == len(expected["citations"])
     for chunk in expected["citations"]:
         assert f'data-doc-id="{chunk["doc_id"]}"' in dom
+
+
+# The first source label of the context and every "---" separator, located by Ranges
+# over the rendered text: their boxes, the label's element and its computed bidi.
+_BIDI_PROBE = """(() => {
+  const box = document.getElementById('context');
+  const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+  const rect = (node, start, end) => {
+    const range = document.createRange();
+    range.setStart(node, start);
+    range.setEnd(node, end);
+    const r = range.getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top + scrollY, bottom: r.bottom + scrollY};
+  };
+  const found = {separators: [], label: null};
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const text = node.data;
+    for (const m of text.matchAll(/^---$/gm)) {
+      found.separators.push(rect(node, m.index, m.index + 3));
+    }
+    const at = text.indexOf('[المصدر');
+    if (found.label === null && at >= 0) {
+      const close = text.indexOf(']', at);
+      const style = getComputedStyle(node.parentElement);
+      found.label = {
+        open: rect(node, at, at + 1), close: rect(node, close, close + 1),
+        line: rect(node, at, close + 1),
+        direction: style.direction, unicodeBidi: style.unicodeBidi,
+      };
+    }
+  }
+  const r = box.getBoundingClientRect();
+  found.box = {left: r.left, right: r.right};
+  return found;
+})()"""
+
+
+def _bracket_shapes(png: bytes) -> tuple[str, str]:
+    """The shapes of the leftmost and rightmost glyphs of a bracketed label's image.
+
+    A bracket's stem is its darkest column: on the left of the glyph for ``[``,
+    on the right for ``]``.
+    """
+    gray = np.asarray(Image.open(io.BytesIO(png)).convert("L")).astype(int)
+    columns = (gray < 128).sum(axis=0)
+    inked = np.flatnonzero(columns)
+    gaps = np.flatnonzero(np.diff(inked) > 1)
+    first = inked[: gaps[0] + 1] if len(gaps) else inked
+    last = inked[gaps[-1] + 1 :] if len(gaps) else inked
+
+    def shape(glyph: Any) -> str:
+        stem = int(glyph[int(np.argmax(columns[glyph]))])
+        return "[" if stem - glyph[0] < glyph[-1] - stem else "]"
+
+    return shape(first), shape(last)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [
+        pytest.param("كيف تحضر القهوة العربية؟", "arabic-sources", id="arabic-sources"),
+        pytest.param("Where does the Nile flow?", "latin-sources", id="latin-sources"),
+    ],
+)
+async def test_arabic_labels_and_separators_read_right_to_left(query: str, name: str) -> None:
+    app = create_app(memory_opener())
+    async with live_server(app) as url, chromium_page() as page:
+        await page.goto(f"{url}/?q={quote(query)}&template=arabic")
+        await page.wait_for("document.body.dataset.state === 'done'")
+        found = await page.evaluate(_BIDI_PROBE)
+        label = found["label"]
+        line = label["line"]
+        png = await page.capture(
+            line["left"] - 4,
+            line["top"],
+            line["right"] - line["left"] + 8,
+            line["bottom"] - line["top"],
+        )
+        await page.screenshot(OUT / f"page-labels-{name}.png")
+    box = found["box"]
+    # Separators follow the context's direction: in an Arabic context, on the right.
+    assert found["separators"]
+    for separator in found["separators"]:
+        assert separator["left"] > (box["left"] + box["right"]) / 2, (separator, box)
+    # The label is its own right-to-left isolate: "[" opens it on the right ...
+    assert (label["direction"], label["unicodeBidi"]) == ("rtl", "isolate")
+    assert label["open"]["left"] > label["close"]["left"]
+    # ... and, on the screenshot, both brackets face the label: "[" left, "]" right.
+    assert _bracket_shapes(png) == ("[", "]")

@@ -89,3 +89,22 @@ def test_another_profile_is_a_one_line_error(built: tuple[str, str, str], tmp_pa
         assert done.returncode != 0
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and profile in lines[0] and other in lines[0], done.stderr
+
+
+def test_adding_without_profile_flags_keeps_the_stores_own(
+    built: tuple[str, str, str], tmp_path: Path
+) -> None:
+    profile, _directory, url = built
+    extra = tmp_path / "more.txt"
+    extra.write_text(
+        "Zebrafish regenerate heart muscle after injury within weeks.\n", encoding="utf-8"
+    )
+    done = _zerda("index", str(extra), "--store", url)  # no --profile, --embedder, --dim
+    assert done.returncode == 0, done.stderr
+    assert f"{profile} profile" in done.stdout
+    # --dim sizes the hashing embedder (the documented profile's): another one is refused.
+    again = _zerda("index", str(extra), "--store", url, "--dim", "32")
+    if profile == "documented":
+        assert again.returncode == 2 and "--dim 32 does not match" in again.stderr
+    else:
+        assert again.returncode == 0, again.stderr

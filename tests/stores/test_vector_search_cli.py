@@ -77,9 +77,10 @@ def test_hnsw_options_in_the_wrong_place_are_one_line_errors(tmp_path: Path) -> 
     files = [str(p) for p in write_corpus(tmp_path)]
     out = tmp_path / "index"
     _one_line_error(_zerda("index", *files, "--out", str(out), "--hnsw"), "--hnsw", "--store")
-    keyword_only = _zerda(
-        "index", *files, "--store", "postgresql://x@/y", "--hnsw", "--embedder", "none"
-    )
+    # Refused before connecting when the flags ask for no vectors (without flags, the
+    # store's recorded embedder decides: see test_store_profiles).
+    no_vectors = ["--store", "postgresql://x@/y", "--hnsw", "--embedder", "none"]
+    keyword_only = _zerda("index", *files, *no_vectors)
     _one_line_error(keyword_only, "--hnsw needs vectors", "keyword only")
     done = _zerda("index", *files, "--out", str(out), *DOCUMENTED)
     assert done.returncode == 0, done.stderr

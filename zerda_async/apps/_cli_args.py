@@ -160,13 +160,14 @@ def _add_index(commands: Any) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to read")
     where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--out", metavar="DIR", help="directory to save the index in")
+    where.add_argument("--out", metavar="DIR", help="directory to save the index in, or to add to")
     where.add_argument(
         "--store",
         metavar="URL",
         help="postgresql://... index store to write into (adds the files' chunks, replacing "
         "the chunks of files indexed before)",
     )
+    p.add_argument("--replace", action="store_true", help="with --out: build DIR anew, not add")
     _add_profile_flags(p, building=True)
     p.add_argument(
         "--chunk-size",
@@ -188,9 +189,9 @@ def _add_index(commands: Any) -> None:
     p.add_argument(
         "--dim",
         type=_positive_int,
-        default=256,
+        default=None,
         metavar="N",
-        help="hashing embedder dimensions (default 256)",
+        help="hashing embedder dimensions (default 256; adding to an index: as recorded)",
     )
 
 
@@ -356,7 +357,7 @@ def _add_profile_flags(p: argparse.ArgumentParser, building: bool) -> None:
         p.add_argument(
             "--profile",
             choices=PROFILES,
-            default=DEFAULT_PROFILE,
+            default=None,
             help="recommended (default: ContextEngineConfig.recommended()) or documented "
             "(the documented package's behaviour)",
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,12 @@ from zerda_async.apps._cli_args import (
     check_chunk_size,
 )
 from zerda_async.apps._console import PROG, err
-from zerda_async.apps._index_vectors import VECTOR_CACHE, start_embedding, store_cache_path
+from zerda_async.apps._index_vectors import VECTOR_CACHE, start_embedding, store_vectors
 from zerda_async.apps._ingest import SUFFIXES, read_paths
 from zerda_async.apps._profiles import (
+    DEFAULT_PROFILE,
+    KEYWORD_ONLY,
+    EmbedderChoice,
     check_requested,
     choose_embedder,
     profile_config,
@@ -28,36 +32,40 @@ from zerda_async.apps._saved_index import (
     IndexManifest,
     build_index,
     describe_embedder,
+    make_embedder,
+    open_index,
     read_manifest,
     save_index,
 )
 from zerda_async.core.config import ContextEngineConfig
+from zerda_async.embedders import HashingEmbedder
 from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import UsageError
+from zerda_async.indexing import CURRENT_FILE
 
-__all__ = ["check_profile", "cmd_index"]
+__all__ = ["check_profile", "cmd_index", "note_other_names", "stale_doc_ids"]
+
+DEFAULT_DIM = 256
+"""``--dim`` of a new index with the hashing embedder."""
 
 
 def cmd_index(args: argparse.Namespace) -> int:
     if args.hnsw and args.store is None:
         raise UsageError("--hnsw builds an index store's HNSW index: use it with --store URL")
     if args.store is not None:
+        if args.replace:
+            raise UsageError("--replace rebuilds an --out directory; an index store is not one")
         return _index_into_store(args)
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a directory")
-    # A directory holding only a vector cache is an interrupted first run: resume it.
-    if (
-        out.is_dir()
-        and not (out / MANIFEST_NAME).is_file()
-        and any(entry.name != VECTOR_CACHE for entry in out.iterdir())
-    ):
-        raise UsageError(f"--out {out} is a non-empty directory that holds no zerda index")
-    chunk_size = args.chunk_size or CHUNK_SIZES[args.profile]
+    existing = _existing_index(out, args.replace)
+    if existing is not None:
+        return _add_to_saved(args, out, existing)
+    profile = args.profile or DEFAULT_PROFILE
+    chunk_size = args.chunk_size or CHUNK_SIZES[profile]
     report = _read_report(args, chunk_size)
-    config = profile_config(args.profile)
-    choice = choose_embedder(args.profile, args.embedder, args.dim)
-    manifest = _index_manifest(args.profile, config, choice.name, choice.embedder)
+    config = profile_config(profile)
+    choice = choose_embedder(profile, args.embedder, args.dim or DEFAULT_DIM)
+    manifest = _index_manifest(profile, config, choice.name, choice.embedder)
     manifest.chunks, manifest.files = len(report.chunks), report.files
     texts = [c.text for c in report.chunks]
     embedding = None
@@ -88,6 +96,100 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(embedding.summary())
     print(f"{describe_embedder(manifest)}; chunks of at most {chunk_size} characters")
     return 0
+
+
+def _other_dim(dim: int | None, embedder: str, params: dict[str, Any]) -> bool:
+    """Whether ``--dim`` asks for other hashing dimensions than the index was built with.
+
+    ``--dim`` sizes the hashing embedder only: with another embedder, or none, it
+    changes nothing, so it is not held against the index.
+    """
+    return dim is not None and embedder == HashingEmbedder.name and dim != params.get("dim")
+
+
+def _existing_index(out: Path, replace: bool) -> IndexManifest | None:
+    """The manifest of the index already in ``out`` to add to (``None``: build ``out`` anew).
+
+    Anew when ``out`` is missing or empty, or with ``--replace`` (``engine.save``
+    swaps the new index in atomically).  A non-empty directory that holds no
+    zerda index is refused either way: ``--out`` never writes over other files.
+    """
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a directory")
+    # A directory holding only a vector cache is an interrupted first run: resume it.
+    if not out.is_dir() or not any(e.name != VECTOR_CACHE for e in out.iterdir()):
+        return None
+    if not (out / MANIFEST_NAME).is_file() and not (out / CURRENT_FILE).is_file():
+        raise UsageError(f"--out {out} is a non-empty directory that holds no zerda index")
+    return None if replace else read_manifest(out)
+
+
+def _add_to_saved(args: argparse.Namespace, out: Path, manifest: IndexManifest) -> int:
+    """``zerda index PATH... --out EXISTING``: add the files, replacing those indexed before.
+
+    As ``--store`` does: a file indexed again replaces its chunks (doc ids come
+    from the file names), other chunks stay.  The index keeps the profile and
+    embedder it was built with; asking for others is a one-line error.
+    """
+    if manifest.profile == PYTHON_SAVED:
+        raise UsageError(
+            f"--out {out} holds an index saved from Python, which records no profile or "
+            "embedder to add chunks with; pass --replace to build it anew from these files"
+        )
+    _check_same_build(args, out, manifest)
+    chunk_size = args.chunk_size or CHUNK_SIZES.get(manifest.profile, CHUNK_SIZES[DEFAULT_PROFILE])
+    report = _read_report(args, chunk_size)
+    # The new chunks are embedded through the index's vector cache, as a first build's are.
+    recorded = make_embedder(manifest, out)
+    embedding = None
+    if recorded is not None:
+        texts = [c.text for c in report.chunks]
+        embedding = start_embedding(recorded, texts, out / VECTOR_CACHE, quiet=args.quiet)
+    started = time.perf_counter()
+
+    async def run() -> tuple[int, int]:
+        wrapped = None if embedding is None else embedding.embedder
+        async with open_index(out, embedder=wrapped) as engine:
+            removed = 0
+            existing = engine.doc_ids()
+            note_other_names(existing, report.chunks)
+            gone = stale_doc_ids(existing, report.chunks)
+            if gone:
+                removed = await engine.remove(gone)
+            replaced = await engine.update(report.chunks)
+            manifest.chunks = engine.corpus_size
+            manifest.files = sorted({*manifest.files, *report.files})
+            await save_index(engine, out, manifest)
+            return replaced + removed, engine.corpus_size
+
+    try:
+        dropped, total = anyio.run(run)
+    finally:
+        if embedding is not None:
+            embedding.abort()  # ends the line; the cache keeps every vector of the index
+    elapsed = time.perf_counter() - started
+    print(
+        f"added {len(report.chunks)} chunks from {len(report.files)} file(s) to {out}, replacing "
+        f"{dropped} chunk(s) of files indexed before: {total} chunks in {elapsed:.2f} s "
+        f"({len(report.skipped)} skipped; --replace builds it anew)"
+    )
+    if embedding is not None:
+        print(embedding.summary())
+    print(f"{describe_embedder(manifest)}; chunks of at most {chunk_size} characters")
+    return 0
+
+
+def _check_same_build(args: argparse.Namespace, out: Path, manifest: IndexManifest) -> None:
+    """Refuse ``--profile``/``--embedder``/``--dim`` other than those ``out`` was built with."""
+    try:
+        check_requested(out, manifest.profile, manifest.embedder, args.profile, args.embedder)
+    except UsageError as exc:
+        raise UsageError(f"{exc}, or pass --replace to build {out} anew") from None
+    if _other_dim(args.dim, manifest.embedder, manifest.embedder_params):
+        raise UsageError(
+            f"{out} was indexed with {describe_embedder(manifest)}; --dim {args.dim} does not "
+            f"match it (leave --dim out, or pass --replace to build {out} anew)"
+        )
 
 
 def _index_manifest(
@@ -147,25 +249,51 @@ def _index_into_store(args: argparse.Namespace) -> int:
 
     The store follows ``--profile`` / ``--embedder`` like ``--out`` does and
     records them (:class:`~zerda_async.apps.server._replica.StoreProfile`);
-    writing into a store built with other ones is a one-line error.
+    adding to a store keeps the ones it was built with (as ``--out`` does),
+    and naming others is a one-line error.
     """
     from zerda_async.apps.server._replica import (
         StoreProfile,
         is_postgres_url,
+        read_profile,
     )
+    from zerda_async.stores import PostgresIndexStore, redact
 
     if not is_postgres_url(args.store):
         raise UsageError(f"--store {args.store!r}: give a postgresql://... URL (or use --out)")
-    report = _read_report(args, args.chunk_size or CHUNK_SIZES[args.profile])
-    config = profile_config(args.profile)
-    choice = choose_embedder(args.profile, args.embedder, args.dim)
+
+    async def recorded_profile() -> StoreProfile | None:
+        store = await PostgresIndexStore.open(args.store)
+        try:
+            return await read_profile(store)
+        finally:
+            await store.aclose()
+
+    if args.hnsw and args.embedder == KEYWORD_ONLY:
+        raise UsageError("--hnsw needs vectors, and --embedder none is keyword only")
+    recorded = anyio.run(recorded_profile)  # None: nothing written yet
+    if recorded is not None:
+        where = f"the index store {redact(args.store)}"
+        check_requested(where, recorded.profile, recorded.embedder, args.profile, args.embedder)
+        if _other_dim(args.dim, recorded.embedder, recorded.embedder_params):
+            raise UsageError(
+                f"{where} was built with the {recorded.describe()}; --dim {args.dim} does not "
+                "match it (leave --dim out)"
+            )
+    profile = recorded.profile if recorded is not None else args.profile or DEFAULT_PROFILE
+    report = _read_report(args, args.chunk_size or CHUNK_SIZES[profile])
+    if recorded is not None:
+        choice, mine = EmbedderChoice(recorded.make_embedder(), recorded.embedder), recorded
+    else:
+        choice = choose_embedder(profile, args.embedder, args.dim or DEFAULT_DIM)
+        params = {} if choice.embedder is None else choice.embedder.params()
+        analyzer = profile_config(profile).retriever.text_analyzer
+        mine = StoreProfile(profile, analyzer, choice.name, params)
     if args.hnsw and choice.embedder is None:
         raise UsageError(
-            f"--hnsw needs vectors, and the {args.profile} profile with --embedder"
-            f" {args.embedder or 'auto'} is keyword only: choose an --embedder"
+            f"--hnsw needs vectors, and the {profile} profile with --embedder"
+            f" {choice.name} is keyword only: choose an --embedder"
         )
-    params = {} if choice.embedder is None else choice.embedder.params()
-    mine = StoreProfile(args.profile, config.retriever.text_analyzer, choice.name, params)
     started = time.perf_counter()
 
     version, hnsw_seconds = anyio.run(_write_store, args, report, choice, mine)
@@ -201,10 +329,13 @@ async def _write_store(
             )
         await store.set_setting(PROFILE_SETTING, mine.record())
         # Files indexed again replace their chunks (doc ids come from the file names).
-        gone = await _stale_doc_ids(store, report)
+        existing = await store.doc_ids()
+        note_other_names(existing, report.chunks)
+        gone = stale_doc_ids(existing, report.chunks)
         vectors = None
         if choice.embedder is not None:
-            vectors = await _store_vectors(args, store, report, choice.embedder)
+            chunks, quiet = report.chunks, args.quiet
+            vectors = await store_vectors(args.store, store, chunks, choice.embedder, quiet)
         version: int = await store.replace(report.chunks, vectors, also_remove=gone)
         if not args.hnsw:
             return version, None
@@ -215,36 +346,34 @@ async def _write_store(
         await store.aclose()
 
 
-async def _store_vectors(args: argparse.Namespace, store: Any, report: Any, embedder: Any) -> Any:
-    """The chunks' vectors: those the store or the cache holds reused, the rest embedded.
+def stale_doc_ids(doc_ids: Iterable[Any], chunks: Sequence[Any]) -> list[str]:
+    """The ``doc_ids`` of chunks of the files in ``chunks`` that their new chunking no longer has.
 
-    Embedding runs in a worker thread (the event loop keeps the store's
-    connection alive), behind a progress line; the cache file keeps what an
-    interrupted run embedded.
+    A text file's chunks are ``<file>#<n>``: the file indexed again replaces
+    ``<file>#0..``, and those past its new last chunk must go too.
     """
-    from zerda_async.stores import stored_vectors
-
-    texts = [c.text for c in report.chunks]
-    # The files' chunks as stored before (any chunking): their vectors are reused.
-    stems = {str(c.doc_id).rsplit("#", 1)[0] for c in report.chunks}
-    before = [d for d in await store.doc_ids() if d.rsplit("#", 1)[0] in stems]
-    known = await stored_vectors(store, before)
-    path = store_cache_path(args.store, embedder.params())
-    embedding = await anyio.to_thread.run_sync(
-        lambda: start_embedding(embedder, texts, path, quiet=args.quiet, preload=known)
-    )
-    try:
-        vectors = await anyio.to_thread.run_sync(embedding.embedder.embed_batch, texts)
-    except BaseException:
-        embedding.abort()
-        raise
-    embedding.finish(texts)
-    print(embedding.summary())
-    return vectors
+    fresh = {str(c.doc_id) for c in chunks}
+    stems = {str(c.doc_id).rsplit("#", 1)[0] for c in chunks}
+    found = (str(d) for d in doc_ids)
+    return [d for d in found if d.rsplit("#", 1)[0] in stems and d not in fresh]
 
 
-async def _stale_doc_ids(store: Any, report: Any) -> list[str]:
-    """Doc ids of chunks of the given files that the new chunking no longer produces."""
-    fresh = {str(c.doc_id) for c in report.chunks}
-    stems = {str(c.doc_id).rsplit("#", 1)[0] for c in report.chunks}
-    return [d for d in await store.doc_ids() if d.rsplit("#", 1)[0] in stems and d not in fresh]
+def note_other_names(doc_ids: Iterable[Any], chunks: Sequence[Any]) -> None:
+    """Say on standard error when a file read now seems indexed before under another name.
+
+    A chunk's doc id starts with its file's label, which depends on how the file
+    was named: ``docs/a.md`` when found in the folder ``docs``, ``a.md`` when
+    named alone.  The same file given the other way gets other doc ids, so it
+    is added beside its old chunks instead of replacing them; a file of the same
+    name may also just be another file, so this is a note, not an error.
+    """
+    stems = {str(d).rsplit("#", 1)[0] for d in doc_ids}
+    for label in sorted({str(c.doc_id).rsplit("#", 1)[0] for c in chunks} - stems):
+        name = label.rsplit("/", 1)[-1]
+        others = sorted(s for s in stems if s != label and s.rsplit("/", 1)[-1] == name)
+        if others:
+            err(
+                f"{PROG}: note: {label} is added beside {', '.join(others[:3])}, not in its "
+                "place (the same file named another way?): index it as before, by its folder "
+                "or alone, to replace it"
+            )

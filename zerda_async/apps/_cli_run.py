@@ -124,7 +124,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         check_profile(args, store)
         anyio.run(check_index)
         err(f"{PROG}: index {store}: {describe_embedder(read_manifest(store))}")
-        default_template = saved_config(store).composer.template
+        # default_template None: store_app takes the saved profile's, as index_app does.
     settings = ServiceSettings(
         max_body_bytes=args.max_body_bytes,
         request_timeout=args.request_timeout,
@@ -133,9 +133,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         api_key=api_key,
         vector_search=args.vector_search,
         ef_search=args.ef_search,
+        default_template=default_template,
     )
-    if default_template is not None:
-        settings.default_template = default_template
     serve_stores(
         store, args.state, host=args.host, port=args.port, workers=args.workers, settings=settings
     )

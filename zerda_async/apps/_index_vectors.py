@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import numpy as np
 
 from zerda_async.apps._progress import Progress
 from zerda_async.embedders import CachedEmbedder, VectorCache, cache_key
 
-__all__ = ["VECTOR_CACHE", "Embedding", "start_embedding", "store_cache_path"]
+__all__ = ["VECTOR_CACHE", "Embedding", "start_embedding", "store_cache_path", "store_vectors"]
 
 VECTOR_CACHE = "vectors.cache"
 """File name of the vector cache inside a saved index's directory."""
@@ -84,3 +85,35 @@ def start_embedding(
     progress = Progress(todo, label="embedding", unit="chunks", quiet=quiet)
     wrapped = CachedEmbedder(embedder, cache, progress=progress.advance)
     return Embedding(wrapped, progress, todo, len(texts) - todo)
+
+
+async def store_vectors(
+    url: str, store: Any, chunks: Sequence[Any], embedder: Any, quiet: bool
+) -> Any:
+    """The vectors of ``chunks`` for the index store at ``url``.
+
+    Those the store or the cache holds are reused, the rest embedded.
+
+    Embedding runs in a worker thread (the event loop keeps the store's
+    connection alive), behind a progress line; the cache file keeps what an
+    interrupted run embedded.
+    """
+    from zerda_async.stores import stored_vectors
+
+    texts = [c.text for c in chunks]
+    # The files' chunks as stored before (any chunking): their vectors are reused.
+    stems = {str(c.doc_id).rsplit("#", 1)[0] for c in chunks}
+    before = [d for d in await store.doc_ids() if d.rsplit("#", 1)[0] in stems]
+    known = await stored_vectors(store, before)
+    path = store_cache_path(url, embedder.params())
+    embedding = await anyio.to_thread.run_sync(
+        lambda: start_embedding(embedder, texts, path, quiet=quiet, preload=known)
+    )
+    try:
+        vectors = await anyio.to_thread.run_sync(embedding.embedder.embed_batch, texts)
+    except BaseException:
+        embedding.abort()
+        raise
+    embedding.finish(texts)
+    print(embedding.summary())
+    return vectors

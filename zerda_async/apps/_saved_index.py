@@ -195,15 +195,19 @@ async def save_index(
 async def open_index(
     directory: str | Path,
     config: ContextEngineConfig | None = None,
+    *,
+    embedder: Any = None,
     **engine_kwargs: Any,
 ) -> AsyncIterator[AsyncContextEngine]:
     """Load the index saved in ``directory`` and run an engine on it for the ``with`` block.
 
     Queries are embedded with the embedder recorded in the manifest (none
-    for an index saved from Python).  ``config=None`` uses the saved one.
+    for an index saved from Python), or ``embedder`` when given (the recorded
+    one wrapped, e.g. in a vector cache).  ``config=None`` uses the saved one.
     """
     manifest = await anyio.to_thread.run_sync(read_manifest, directory)
-    embedder = make_embedder(manifest, directory)
+    if embedder is None:
+        embedder = make_embedder(manifest, directory)
     engine = await AsyncContextEngine.load(
         Path(directory),
         embed_fn=embedder,

@@ -5,7 +5,7 @@ defaults are those of the documented synchronous package.  Construction
 validates nothing: the documented package accepts anything, and components read
 most values live at call time (see each component for what it snapshots).
 :meth:`ContextEngineConfig.validate` is the opt-in check (unknown template
-names, out-of-range weights, budgets that are not positive), which
+names, negative or NaN weights, budgets that are not positive), which
 :meth:`ContextEngineConfig.recommended` applies.  Fields added after the
 documented package (``composer.packing``, ``composer.relevance_floor``) have no
 documented behaviour to preserve, so the composer rejects bad values for them
@@ -273,8 +273,9 @@ class ContextEngineConfig(msgspec.Struct):
 
         Raises :class:`ConfigError` naming the field (``composer.template``,
         ``ranking.weight_recency``, ``query_analyzer.budget_low`` ...) for an
-        unknown template name, a weight or threshold outside [0, 1], or a budget
-        or size that is not a positive integer (see
+        unknown template name, a negative, NaN or infinite weight, a threshold that
+        is not a finite number, or a budget or size that is not a positive integer
+        (large weights are valid: they are relative; see
         :func:`zerda_async.core.validation.validate_config`).  Construction never
         validates, so ``sync_api`` keeps accepting what the documented package
         accepts.

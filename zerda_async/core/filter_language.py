@@ -9,7 +9,10 @@ A filter is a mapping from metadata key to a condition:
   (not a boolean) within the bounds; several bounds combine with AND.
 
 Every key's condition must hold (AND).  A chunk without the key never matches.
-Anything else raises :class:`~zerda_async.errors.ConfigError` naming the key.
+A key starting with ``$`` is refused (it is an operator such as ``$and``, not
+a metadata key; the framework adapters translate those forms, see
+:mod:`zerda_async.integrations`).  Anything else raises
+:class:`~zerda_async.errors.ConfigError` naming the key.
 """
 
 from __future__ import annotations
@@ -81,6 +84,12 @@ def parse_filters(filters: Filters | None) -> tuple[Condition, ...]:
     for key, wanted in filters.items():
         if not isinstance(key, str):
             raise ConfigError(f"filter key {key!r} is not a string")
+        if key.startswith("$"):
+            # {"$and": [...]} would otherwise ask for a metadata key "$and" and match nothing.
+            raise ConfigError(
+                f"filter key {key!r} is an operator, not a metadata key: every key of a "
+                "filter must hold (AND), and operators go inside a key's condition"
+            )
         if isinstance(wanted, Mapping) and any(str(op).startswith("$") for op in wanted):
             conditions.append(_operator_condition(key, wanted))
         else:

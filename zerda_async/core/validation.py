@@ -4,12 +4,28 @@ The documented package validates nothing (an unknown template name falls back to
 Arabic, any weight or budget is used as given), and ``sync_api`` keeps that.  These
 checks are what :meth:`ContextEngineConfig.validate` runs; the recommended profile
 applies them, and entry points that own their configuration (the async engine, the
-command line, the service) can call it so a typo fails at start-up instead of
+command line, the service) call it so a typo fails at start-up instead of
 silently changing the context.
+
+They reject *errors* only — values the documented package cannot use for what the
+field means — never a value that is merely unusual, so a configuration that
+works with ``sync_api`` gives the same result in the async engine:
+
+* weights are relative (each signal is multiplied by its weight and the
+  products added), so any finite weight >= 0 is valid, ``2.0`` included; a
+  negative weight (it would turn a signal into a penalty), NaN, an infinite
+  weight or a non-number is an error;
+* thresholds are compared with a score: any finite number is valid (one past
+  the score's range switches its check always on or off, as in the documented
+  package); NaN, infinities and non-numbers are errors;
+* budgets, sizes and the cache TTL must be positive integers, minimum lengths
+  integers >= 0, and a length window's minimum must not exceed its maximum;
+* names (template, packing mode) must be known ones.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Protocol
 
 from ..errors import ConfigError
@@ -56,21 +72,24 @@ class Validatable(Protocol):
     def filter_cfg(self) -> _Filter: ...
 
 
-# (section, field) pairs of weights and thresholds that must lie in [0, 1].
-_UNIT_FIELDS: tuple[tuple[str, str], ...] = (
-    ("query_analyzer", "arabic_threshold"),
+# (section, field) pairs of relative weights: finite numbers >= 0.
+_WEIGHT_FIELDS: tuple[tuple[str, str], ...] = (
     ("retriever", "vector_weight"),
     ("retriever", "keyword_weight"),
     ("retriever", "metadata_weight"),
-    ("filter_cfg", "semantic_sim_threshold"),
     ("ranking", "weight_vector_score"),
     ("ranking", "weight_keyword_score"),
     ("ranking", "weight_source_quality"),
     ("ranking", "weight_recency"),
     ("ranking", "weight_position"),
+)
+
+# (section, field) pairs of thresholds compared with a score: finite numbers.
+_THRESHOLD_FIELDS: tuple[tuple[str, str], ...] = (
+    ("query_analyzer", "arabic_threshold"),
+    ("retriever", "min_vector_score"),
+    ("filter_cfg", "semantic_sim_threshold"),
     ("guard", "relevance_threshold"),
-    ("composer", "relevance_floor"),
-    ("composer", "min_query_coverage"),
 )
 
 # Budgets and sizes that must be positive integers.
@@ -121,17 +140,22 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _is_finite(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value)
+
+
 def _check_ranges(config: Validatable) -> None:
-    for section, name in _UNIT_FIELDS:
+    for section, name in _WEIGHT_FIELDS:
         value = getattr(getattr(config, section), name)
-        if not _is_number(value) or not 0.0 <= value <= 1.0:
-            raise ConfigError(f"{section}.{name} must be a number in [0, 1], got {value!r}")
-    min_vector = config.retriever.min_vector_score
-    if not _is_number(min_vector) or not -1.0 <= min_vector <= 1.0:
-        # A cosine similarity: anything outside [-1, 1] filters everything or nothing.
-        raise ConfigError(
-            f"retriever.min_vector_score must be a number in [-1, 1], got {min_vector!r}"
-        )
+        if not _is_finite(value) or value < 0:
+            raise ConfigError(
+                f"{section}.{name} must be a finite number >= 0 (weights are relative), "
+                f"got {value!r}"
+            )
+    for section, name in _THRESHOLD_FIELDS:
+        value = getattr(getattr(config, section), name)
+        if not _is_finite(value):
+            raise ConfigError(f"{section}.{name} must be a finite number, got {value!r}")
     for section, name in _POSITIVE_FIELDS:
         value = getattr(getattr(config, section), name)
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -145,10 +169,12 @@ def _check_ranges(config: Validatable) -> None:
 def validate_config(config: Validatable) -> None:
     """Raise :class:`ConfigError` for the first bad value, naming ``section.field``.
 
-    Checked: the template name (a built-in one or ``"auto"``), the packing mode,
-    weights and thresholds in [0, 1], positive budgets, sizes and the cache TTL,
+    Checked (see the module notes for why these and no more): the template name
+    (a built-in one or ``"auto"``), the packing mode, weights that are finite and
+    >= 0, thresholds that are finite, positive budgets, sizes and the cache TTL,
     non-negative minimum lengths, and a length window whose minimum is not above
-    its maximum.
+    its maximum.  ``composer.relevance_floor`` and ``composer.min_query_coverage``
+    (additions to the documented package) are fractions in [0, 1].
     """
     template = config.composer.template
     if template not in TEMPLATE_NAMES:

@@ -70,8 +70,10 @@ class AsyncContextEngine(IndexMethods, StateMethods):
     near-ties).
 
     ``config`` is checked with :meth:`ContextEngineConfig.validate` (a
-    ``ConfigError`` naming the field for an unknown template, a weight outside
-    [0, 1], a budget that is not positive); ``validate=False`` accepts what
+    ``ConfigError`` naming the field for an error: an unknown template, a
+    negative or NaN weight, a budget that is not positive; a large weight is
+    valid, weights being relative), so every configuration ``sync_api`` runs
+    sensibly gives the same result here; ``validate=False`` accepts anything
     the documented package accepts (its golden cases replay that way).
 
     ``max_sessions`` bounds the per-``session_id`` conversations kept; beyond
@@ -118,8 +120,8 @@ class AsyncContextEngine(IndexMethods, StateMethods):
     ) -> None:
         _check_arguments(offload, vector_dtype, components)
         if config is not None and validate:
-            # The async engine owns its configuration: a typo (an unknown
-            # template, a weight outside [0, 1]) fails here, naming the field,
+            # The async engine owns its configuration: an error (an unknown
+            # template, a negative weight) fails here, naming the field,
             # instead of silently changing every context.  sync_api keeps the
             # documented acceptance of anything.
             config.validate()
@@ -132,6 +134,8 @@ class AsyncContextEngine(IndexMethods, StateMethods):
             # entries expire (RELIABILITY.md); identical until then.
             bounded_cache=True,
         )
+        # Private sessions: keyed by the effective query, a hit is a turn (docs/sessions.md).
+        self._state.private_cache = True
         self.config = self._state.config
         self._runner = AsyncRunner(
             self._state,

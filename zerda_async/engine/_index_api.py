@@ -46,6 +46,15 @@ class EngineParts(ABC):
 class IndexMethods(EngineParts):
     """Building, changing, saving and loading the engine's index."""
 
+    def doc_ids(self) -> list[Any]:
+        """The doc id of each chunk in the engine's own index, in corpus order.
+
+        Empty before ``index()`` / ``load()``; an index store lists its own
+        (``PostgresIndexStore.doc_ids``).
+        """
+        live = self._indexes.live
+        return [] if live is None else live.corpus.live_doc_ids()
+
     async def index(
         self,
         chunks: Sequence[Any] | None,

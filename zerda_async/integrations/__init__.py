@@ -4,7 +4,10 @@
   (``pip install 'zerda-async[langchain]'``);
 * :class:`ZerdaLlamaIndexRetriever` — LlamaIndex (``[llamaindex]``);
 * :class:`ZerdaHaystackRetriever` — Haystack 2 (``[haystack]``);
-* :class:`ZerdaBackend` — what they share: sync and async calls on either engine.
+* :class:`ZerdaBackend` — what they share: sync and async calls on either engine;
+* :func:`to_zerda_filters` — a framework's filter objects (Haystack dicts,
+  LlamaIndex ``MetadataFilters``, LangChain ``Comparison``/``Operation``) in
+  zerda's filter language, or a ``ConfigError`` naming what cannot be translated.
 
 The names are imported lazily, so ``import zerda_async`` never imports a
 framework; using one whose package is missing raises an ``ImportError``
@@ -21,12 +24,14 @@ __all__ = [
     "ZerdaHaystackRetriever",
     "ZerdaLlamaIndexRetriever",
     "ZerdaRetriever",
+    "to_zerda_filters",
     "zerda_context_runnable",
 ]
 
 # name -> (private module, extra that installs its framework)
 _LAZY = {
     "ZerdaBackend": ("_backend", None),
+    "to_zerda_filters": ("_filters", None),
     "ZerdaRetriever": ("_langchain", "langchain"),
     "zerda_context_runnable": ("_langchain", "langchain"),
     "ZerdaLlamaIndexRetriever": ("_llamaindex", "llamaindex"),

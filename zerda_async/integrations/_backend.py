@@ -14,7 +14,8 @@ A :class:`ZerdaBackend` wraps either engine:
 
 The engine must have its cache off (``config.cache.enabled = False``): a
 cache hit returns the context without its chunks (documented), and its key
-ignores ``k``.
+ignores ``k``.  Every adapter refuses an engine with the cache on when it is
+built, naming ``cache.enabled``, not at its first call.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from sync_api import ContextEngine
 from zerda_async.core.models import ContextResult, ScoredChunk
 from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import ConfigError, SyncCallError
+from zerda_async.integrations._filters import to_zerda_filters
 
 __all__ = ["ZerdaBackend", "chunk_metadata"]
 
@@ -77,13 +79,14 @@ class ZerdaBackend:
         self._lock = threading.Lock()
 
     def _kwargs(
-        self, k: int, metadata_filters: dict[str, Any] | None, filters: dict[str, Any] | None
+        self, k: int, metadata_filters: dict[str, Any] | None, filters: Any
     ) -> dict[str, Any]:
         if k < 1:
             raise ValueError(f"k must be a positive number of chunks, got {k}")
         return {
             "metadata_filters": metadata_filters,
-            "filters": filters,
+            # The framework's own filter objects, in zerda's language (or a clear error).
+            "filters": to_zerda_filters(filters),
             "max_chunks": k,
             "use_history": self.use_history,
             "record_turn": self.use_history,
@@ -99,12 +102,13 @@ class ZerdaBackend:
         query: str,
         k: int,
         metadata_filters: dict[str, Any] | None = None,
-        filters: dict[str, Any] | None = None,
+        filters: Any = None,
     ) -> ContextResult:
         """The result for ``query`` with at most ``k`` chunks, from sync code.
 
         ``metadata_filters`` boost (documented); ``filters`` restrict retrieval
-        to the chunks whose metadata match (the engines' run option).
+        to the chunks whose metadata match (the engines' run option), in zerda's
+        filter language or a framework's own form (see :mod:`._filters`).
         """
         kwargs = self._kwargs(k, metadata_filters, filters)
         if isinstance(self.engine, ContextEngine):
@@ -125,7 +129,7 @@ class ZerdaBackend:
         query: str,
         k: int,
         metadata_filters: dict[str, Any] | None = None,
-        filters: dict[str, Any] | None = None,
+        filters: Any = None,
     ) -> ContextResult:
         """The result for ``query`` with at most ``k`` chunks, without blocking the loop."""
         kwargs = self._kwargs(k, metadata_filters, filters)

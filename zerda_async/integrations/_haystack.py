@@ -34,9 +34,13 @@ class ZerdaHaystackRetriever:
     ``run`` is the sync path; ``run_async`` (used by ``AsyncPipeline``) never
     blocks the loop.  ``top_k`` and ``filters`` can be overridden per run.
     ``filters`` restrict retrieval to the chunks whose metadata match, as a
-    Haystack retriever's do, in zerda's filter language (``{"lang": "en",
-    "year": {"$gte": 2020}, "kind": {"$in": [...]}}``); ``metadata_filters``
-    are zerda's documented boosting filters.
+    Haystack retriever's do, in Haystack's filter syntax (``{"field":
+    "meta.lang", "operator": "==", "value": "en"}``, nested ``{"operator":
+    "AND", "conditions": [...]}``; ``==``, ``in``, ``>``, ``>=``, ``<``, ``<=`` on
+    ``meta.*`` fields, AND, and OR between values of one field — anything else
+    is a ``ConfigError`` naming it) or in zerda's filter language (``{"lang":
+    "en", "year": {"$gte": 2020}, "kind": {"$in": [...]}}``);
+    ``metadata_filters`` are zerda's documented boosting filters.
     """
 
     def __init__(

@@ -45,7 +45,12 @@ class ZerdaRetriever(BaseRetriever):
     ``k`` (at most that many documents), ``metadata_filters`` (boost) and
     ``filters`` (restrict retrieval to matching metadata: equality,
     ``{"$in": [...]}``, numeric ranges) are set here and can be overridden per
-    call: ``retriever.invoke(q, k=3, filters={"lang": "en"})``.
+    call: ``retriever.invoke(q, k=3, filters={"lang": "en"})``.  ``filters``
+    may also be a Mongo-style dict (``{"$and": [{"lang": {"$eq": "en"}}, ...]}``)
+    or a ``langchain_core.structured_query`` ``Comparison``/``Operation``;
+    what zerda cannot express (``$ne``, ``$or`` across fields...) is a
+    ``ConfigError`` naming it.  An engine with its cache on is refused here,
+    when the retriever is built (a cached context carries no chunks).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -54,10 +59,15 @@ class ZerdaRetriever(BaseRetriever):
     """A ``sync_api.ContextEngine`` or an entered ``AsyncContextEngine``."""
     k: int = Field(default=4, ge=1)
     metadata_filters: dict[str, Any] | None = None
-    filters: dict[str, Any] | None = None
+    filters: Any = None
+    """Restricting filters: zerda's language, a Mongo-style dict, a ``Comparison``..."""
     portal: BlockingPortal | None = None
     """For sync calls on an ``AsyncContextEngine``: a portal on the engine's loop."""
     use_history: bool = False
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        self._backend()  # refuses a wrong engine (cache on, wrong type) now, not at first use
 
     def _backend(self) -> ZerdaBackend:
         return ZerdaBackend(self.engine, portal=self.portal, use_history=self.use_history)
@@ -69,7 +79,7 @@ class ZerdaRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
         metadata_filters: dict[str, Any] | None = None,
-        filters: dict[str, Any] | None = None,
+        filters: Any = None,
     ) -> list[Document]:
         n = self.k if k is None else k
         result = self._backend().run(
@@ -84,7 +94,7 @@ class ZerdaRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
         metadata_filters: dict[str, Any] | None = None,
-        filters: dict[str, Any] | None = None,
+        filters: Any = None,
     ) -> list[Document]:
         n = self.k if k is None else k
         result = await self._backend().arun(
@@ -111,7 +121,7 @@ def zerda_context_runnable(
     *,
     k: int = 8,
     metadata_filters: dict[str, Any] | None = None,
-    filters: dict[str, Any] | None = None,
+    filters: Any = None,
     portal: BlockingPortal | None = None,
 ) -> RunnableLambda[Any, str]:
     """A runnable mapping a query (or ``{"query": ...}``) to zerda's composed context string.

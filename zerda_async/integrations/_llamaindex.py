@@ -30,7 +30,10 @@ class ZerdaLlamaIndexRetriever(BaseRetriever):
     ``retrieve`` runs the sync path, ``aretrieve`` the async one (never
     blocking the loop); node metadata carries ``doc_id``, ``source``,
     ``rank`` and the chunk's scores.  ``metadata_filters`` boost matching
-    chunks; ``filters`` restrict retrieval to them (equality, ``$in``, ranges).
+    chunks; ``filters`` restrict retrieval to them: LlamaIndex
+    ``MetadataFilters`` (``EQ``, ``IN``, ``GT``/``GTE``/``LT``/``LTE``, AND, and
+    OR between values of one key; other operators are a ``ConfigError`` naming
+    them) or zerda's filter language (equality, ``$in``, ranges).
     """
 
     def __init__(
@@ -39,7 +42,7 @@ class ZerdaLlamaIndexRetriever(BaseRetriever):
         *,
         k: int = 4,
         metadata_filters: dict[str, Any] | None = None,
-        filters: dict[str, Any] | None = None,
+        filters: Any = None,
         portal: BlockingPortal | None = None,
         **kwargs: Any,
     ) -> None:

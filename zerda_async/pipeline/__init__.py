@@ -7,6 +7,7 @@ for one job; :func:`run_job` drives it synchronously (the sync facade) and
 """
 
 from zerda_async.pipeline._async_runner import AsyncRunner
+from zerda_async.pipeline._cache_keys import config_fingerprint, context_key
 from zerda_async.pipeline._job import (
     RUN_KEYWORDS,
     Ahead,
@@ -26,12 +27,14 @@ from zerda_async.pipeline._operations import (
     plan_multi_query,
 )
 from zerda_async.pipeline._requests import FINISHED, Phase, Request, RunnerSettings
+from zerda_async.pipeline._shared import LOCK_SECONDS, StoreDown, guarded
 from zerda_async.pipeline._stages import STAGES, Stage, build_result
 from zerda_async.pipeline._state import Components, EngineState
 from zerda_async.pipeline._walker import StageCallback, apply_stage, run_job, walk
 
 __all__ = [
     "FINISHED",
+    "LOCK_SECONDS",
     "RUN_KEYWORDS",
     "STAGES",
     "Ahead",
@@ -47,6 +50,7 @@ __all__ = [
     "RunnerSettings",
     "Stage",
     "StageCallback",
+    "StoreDown",
     "apply_group",
     "apply_stage",
     "build_context",
@@ -54,8 +58,11 @@ __all__ = [
     "build_result",
     "check_run_keywords",
     "compress_context",
+    "config_fingerprint",
+    "context_key",
     "context_stats",
     "default_threshold_ms",
+    "guarded",
     "join_multi_query",
     "make_job",
     "plan_multi_query",

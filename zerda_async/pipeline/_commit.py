@@ -20,14 +20,17 @@ from contextlib import nullcontext
 from typing import Any
 
 import anyio
+import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from zerda_async.core.models import ContextResult
+from zerda_async.pipeline._cache_keys import context_key
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._requests import Barrier, Phase, Request
 from zerda_async.pipeline._speculation import Speculation
 from zerda_async.pipeline._stages import HistoryEnrichment, Stage
 from zerda_async.pipeline._state import EngineState
+from zerda_async.pipeline._state_stages import enriched_query
 from zerda_async.pipeline._walker import walk
 
 __all__ = ["CommitPhase"]
@@ -150,30 +153,28 @@ class CommitPhase:
         ahead = job.ahead
         if ahead is not None and ahead.query == effective and ahead.epoch == self.state.epoch:
             return
-        if request.skip_speculation and self._cache_will_hit(job):
+        if request.skip_speculation and self._cache_will_hit(job, effective):
             return
         await self.speculation.apply(request, effective)
 
     def _peek_effective_query(self, job: Job) -> Any:
         """The query the history stage will produce, without changing any state."""
-        session_id = job.options.session_id
         if self._enrichment is None:
             return job.query
-        if session_id is not None and session_id not in self.state.sessions:
-            return job.query  # the stage would create an empty conversation: no enrichment
         try:
-            self._enrichment.apply(job, self.state)
+            return enriched_query(job, self.state)
         except Exception:
             return _UNKNOWN
-        return job.effective_query
 
-    def _cache_will_hit(self, job: Job) -> bool:
+    def _cache_will_hit(self, job: Job, effective: Any) -> bool:
         """True when the cache lookup will find this query (without counting a lookup)."""
         cache = self.state.cache
         if cache is None:
             return False
         try:
-            key = self.state.cache_key(job.query, job.options.metadata_filters)
+            key = context_key(msgspec.structs.replace(job, effective_query=effective), self.state)
         except Exception:
             return True  # the walk raises the documented error at the cache lookup
+        if self.state.cache_corpus_version is not None:
+            key += f"@{self.state.cache_corpus_version}"
         return cache.contains(key)

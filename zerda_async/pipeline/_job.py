@@ -87,6 +87,9 @@ class Job(msgspec.Struct):
     cache_version: int | None = None
     cache_locked: bool = False
     effective_query: Any = None
+    # True once the history enrichment set effective_query (the async engine's
+    # cache lookup enriches first: its key is the effective query's).
+    enriched: bool = False
     query_vector: Any = None
     analysis: QueryAnalysis | None = None
     budget: int = 0

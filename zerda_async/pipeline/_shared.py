@@ -27,6 +27,7 @@ request with :class:`~zerda_async.errors.StoreUnavailableError` naming it.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -36,23 +37,38 @@ from zerda_async.core.index.analysis import analyzer_for
 from zerda_async.core.models import Composition, ConversationHistory, RetrievalMethod, ScoredChunk
 from zerda_async.core.retrieval import Found, fuse_found, method_list, plan_search
 from zerda_async.errors import ConfigError, StoreUnavailableError
-from zerda_async.pipeline._job import Job, options_cache_suffix
+from zerda_async.pipeline._cache_keys import context_key
+from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._state import EngineState
 from zerda_async.stores import LearningSample, apply_window
 
 __all__ = [
     "LOCK_SECONDS",
+    "StoreDown",
     "cached_composition",
+    "guarded",
     "read_history",
     "record_learning",
     "record_turn",
     "refresh_learning",
+    "release_cache_lock",
     "store_composition",
     "store_retrieve",
 ]
 
 LOCK_SECONDS = 5.0
 """How long a replica's single-flight lock on a cache key lives (a crashed holder's expires)."""
+
+
+@dataclass(slots=True)
+class StoreDown:
+    """A store that failed to answer: until when requests fail at once, why, and whether
+    a request is probing it now."""
+
+    until: float
+    error: StoreUnavailableError
+    probing: bool = False
+
 
 _POLL_SECONDS = 0.02
 _COOL_OFF_SECONDS = 1.0
@@ -130,16 +146,33 @@ async def _all(calls: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-async def _guarded(state: EngineState, store: Any, operation: Any) -> Any:
-    """``await operation()``, failing at once while ``store`` is cooling off after a failure."""
-    down = state.stores_down.get(id(store))
-    if down is not None and time.monotonic() < down[0]:
-        raise down[1]
+async def guarded(state: EngineState, store: Any, operation: Any) -> Any:
+    """``await operation()`` on ``store``, failing at once while the store is known down.
+
+    After a store failed to answer, requests fail at once (their caller
+    bypasses a cache or learning store) for ``_COOL_OFF_SECONDS``; then one
+    request probes it (waiting at most one store timeout) while the others
+    keep failing at once, until the probe answers.  So a store that does not
+    answer costs a request at most one store timeout, and most requests none.
+    """
+    key = id(store)
+    down = state.stores_down.get(key)
+    probing = False
+    if down is not None:
+        if time.monotonic() < down.until or down.probing:
+            raise down.error
+        down.probing = probing = True
     try:
-        return await operation()
+        result = await operation()
     except StoreUnavailableError as exc:
-        state.stores_down[id(store)] = (time.monotonic() + _COOL_OFF_SECONDS, exc)
+        state.stores_down[key] = StoreDown(time.monotonic() + _COOL_OFF_SECONDS, exc)
         raise
+    finally:
+        if probing:
+            down.probing = False  # type: ignore[union-attr]
+    if down is not None:
+        state.stores_down.pop(key, None)  # it answered: up again
+    return result
 
 
 # -- cache ------------------------------------------------------------------------------
@@ -148,9 +181,19 @@ async def _guarded(state: EngineState, store: Any, operation: Any) -> Any:
 async def corpus_version(state: EngineState, *, fresh: bool = False) -> int:
     """The version cache keys carry: the index store's (at most ``Stores.version_poll``
     old, or read now when ``fresh``), else the engine's."""
-    if state.stores.index is not None:
-        return await state.stores.corpus_version(fresh=fresh)
+    stores = state.stores
+    if stores.index is not None:
+        return int(await guarded(state, stores.index, lambda: stores.corpus_version(fresh=fresh)))
     return state.cache_corpus_version or 0
+
+
+async def _key_version(state: EngineState, *, fresh: bool = False) -> int | None:
+    """:func:`corpus_version`; while the index store does not answer, the last version
+    read (a context cached for it is still served), or None when none was read yet."""
+    try:
+        return await corpus_version(state, fresh=fresh)
+    except StoreUnavailableError:
+        return state.stores.clock.last
 
 
 async def cached_composition(job: Job, state: EngineState) -> Composition | None:
@@ -160,31 +203,34 @@ async def cached_composition(job: Job, state: EngineState) -> Composition | None
     on a miss this replica holds the key's lock until that stage releases it.
     """
     assert state.cache is not None
-    base = state.cache.make_key(job.query, job.options.metadata_filters)
-    base += options_cache_suffix(job.options, state.config.composer.template)
-    version = await corpus_version(state)
+    base = context_key(job, state)
+    version = await _key_version(state)
+    if version is None:
+        return None  # no version known: no key (the request fails at retrieval)
     cache = state.stores.cache
     if cache is None:
         job.cache_key, job.cache_version = f"{base}@{version}", version
         return state.cache.get_composition(job.cache_key)
-    # Engines with other templates may share the store: the template is part of the key.
-    base = f"{state.config.composer.template}|{base}"
+    if not state.private_cache:
+        # Engines with other templates may share the store (the private key's
+        # configuration fingerprint holds the template already).
+        base = f"{state.config.composer.template}|{base}"
     try:
         deadline = time.monotonic() + LOCK_SECONDS
         checked = False
         while True:
-            found = await _guarded(state, cache, lambda v=version: cache.get(base, v))
+            found = await guarded(state, cache, lambda v=version: cache.get(base, v))
             if found is not None:
                 return msgspec.json.decode(found, type=Composition)
             if not checked and state.stores.index is not None:
                 # A miss is computed from the store as it is now: key it by the version
                 # read now, not the polled one (one read more, on misses only).
-                checked, latest = True, await corpus_version(state, fresh=True)
-                if latest != version:
+                checked, latest = True, await _key_version(state, fresh=True)
+                if latest is not None and latest != version:
                     version = latest
                     continue
             acquire = lambda v=version: cache.acquire(base, v, LOCK_SECONDS)  # noqa: E731
-            if await _guarded(state, cache, acquire):
+            if await guarded(state, cache, acquire):
                 job.cache_key, job.cache_version, job.cache_locked = base, version, True
                 return None
             if time.monotonic() >= deadline:
@@ -211,10 +257,25 @@ async def store_composition(job: Job, state: EngineState) -> None:
         key, version = job.cache_key, job.cache_version
         if job.guard_passed:
             value = msgspec.json.encode(composition).decode()
-            await _guarded(state, cache, lambda: cache.put(key, version, value))
+            await guarded(state, cache, lambda: cache.put(key, version, value))
         if job.cache_locked:
             job.cache_locked = False
-            await _guarded(state, cache, lambda: cache.release(key, version))
+            await guarded(state, cache, lambda: cache.release(key, version))
+    except StoreUnavailableError:
+        state.bypassed["cache"] += 1
+
+
+async def release_cache_lock(job: Job, state: EngineState) -> None:
+    """Release the single-flight lock of ``job`` when it failed before storing its context,
+    so other replicas compute the key at once instead of waiting for the lock to expire."""
+    cache = state.stores.cache
+    if not job.cache_locked or cache is None:
+        return
+    job.cache_locked = False
+    key, version = job.cache_key, job.cache_version
+    assert key is not None and version is not None  # set with the lock
+    try:
+        await guarded(state, cache, lambda: cache.release(key, version))
     except StoreUnavailableError:
         state.bypassed["cache"] += 1
 
@@ -227,7 +288,7 @@ async def read_history(state: EngineState, session_id: str) -> ConversationHisto
     store = state.stores.sessions
     assert store is not None
     history = ConversationHistory(session_id=session_id)
-    for turn in await _guarded(state, store, lambda: store.turns(session_id)):
+    for turn in await guarded(state, store, lambda: store.turns(session_id)):
         history.add_turn(query=turn.query, answer=turn.answer)
     return history
 
@@ -236,7 +297,7 @@ async def record_turn(state: EngineState, session_id: str, query: str) -> None:
     """Append the turn (atomically, in the session store)."""
     store = state.stores.sessions
     assert store is not None
-    await _guarded(state, store, lambda: store.append_turn(session_id, query))
+    await guarded(state, store, lambda: store.append_turn(session_id, query))
 
 
 # -- learning ---------------------------------------------------------------------------
@@ -249,7 +310,7 @@ async def refresh_learning(state: EngineState) -> None:
     if store is None or now - state.learning_read_at < _LEARNING_REFRESH_SECONDS:
         return
     try:
-        samples, total = await _guarded(state, store, store.window)
+        samples, total = await guarded(state, store, store.window)
     except StoreUnavailableError:
         state.bypassed["learning"] += 1
         return
@@ -262,6 +323,6 @@ async def record_learning(state: EngineState, sample: LearningSample) -> None:
     store = state.stores.learning
     assert store is not None
     try:
-        await _guarded(state, store, lambda: store.record(sample))
+        await guarded(state, store, lambda: store.record(sample))
     except StoreUnavailableError:
         state.bypassed["learning"] += 1

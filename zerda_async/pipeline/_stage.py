@@ -29,6 +29,14 @@ class Stage(ABC):
     def apply(self, job: Job, state: EngineState) -> None:
         """Advance ``job`` by this step."""
 
+    def after_hit(self, job: Job, state: EngineState) -> bool:
+        """True when this stage still applies to ``job`` after a cache hit ended its run.
+
+        A hit ends the documented run; the async engine's session turn is the
+        exception (every request of a session is a turn of it).
+        """
+        return False
+
     def awaits(self, state: EngineState) -> bool:
         """True when this stage must be applied with :meth:`apply_async` for ``state``."""
         return False

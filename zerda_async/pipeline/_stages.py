@@ -139,7 +139,12 @@ class Retrieval(Stage):
         return state.stores.index is not None
 
     async def apply_async(self, job: Job, state: EngineState) -> None:
-        job.retrieved = await _shared.store_retrieve(job, state)
+        # Guarded as one operation: an index store known down fails the request at
+        # once, and one that stops answering costs it one store timeout.
+        store = state.stores.index
+        job.retrieved = await _shared.guarded(
+            state, store, lambda: _shared.store_retrieve(job, state)
+        )
 
 
 class SourceQuality(Stage):

@@ -10,6 +10,7 @@ adaptive statistics).
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -92,14 +93,23 @@ class EngineState:
         # remove), and it becomes part of every cache key, so a context built
         # from an older corpus is never served.
         self.cache_corpus_version: int | None = None
+        # False keeps the documented cache (the sync facade): keyed by the raw
+        # query, looked up before the history enrichment.  The async engine sets
+        # it: the key is the effective query's, private to the conversation
+        # whose turns enriched it, and a hit is still a turn of its session
+        # (see pipeline._cache_keys).  ``instance_id`` scopes this engine's
+        # default conversation in a cache shared with other engines.
+        self.private_cache = False
+        self.instance_id = uuid.uuid4().hex
         # Shared stores (none by default: everything in this process), what
         # was bypassed because a cache or learning store did not answer, and
         # when the shared learning window was last read.
         self.stores = Stores()
         self.bypassed: dict[str, int] = {"cache": 0, "learning": 0}
         self.learning_read_at = float("-inf")
-        # Stores that failed to answer (by id): until when requests skip them, and why.
-        self.stores_down: dict[int, tuple[float, Exception]] = {}
+        # Stores that failed to answer (by id): until when requests skip them, and
+        # why (pipeline._shared.StoreDown).
+        self.stores_down: dict[int, Any] = {}
         # The analysed texts of chunks an index store returned (query coverage), by hash.
         self.term_memo = TermMemo()
 
@@ -175,14 +185,6 @@ class EngineState:
             return
         while len(self.sessions) > limit:
             del self.sessions[next(iter(self.sessions))]
-
-    def cache_key(self, query: str, filters: Mapping[str, Any] | None) -> str:
-        """The context-cache key of a run (requires a cache; see ``cache_corpus_version``)."""
-        assert self.cache is not None
-        key = self.cache.make_key(query, filters)
-        if self.cache_corpus_version is None:
-            return key
-        return f"{key}@{self.cache_corpus_version}"
 
     def require_source_quality_map(self) -> Mapping[str, Any]:
         """The source-quality map, or the documented ``AttributeError`` before ``index()``."""

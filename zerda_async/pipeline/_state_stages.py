@@ -10,10 +10,12 @@ corresponding shared store, an ``apply_async`` that awaits it (see
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import zerda_async.pipeline._shared as _shared
 from zerda_async.core.models import Composition, ContextResult
-from zerda_async.pipeline._job import Job, options_cache_suffix
+from zerda_async.pipeline._cache_keys import context_key
+from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._stage import Stage
 from zerda_async.pipeline._state import EngineState
 from zerda_async.stores import LearningSample
@@ -25,14 +27,18 @@ __all__ = [
     "CacheStore",
     "HistoryEnrichment",
     "HistoryRecord",
+    "enriched_query",
 ]
 
 
 class CacheLookup(Stage):
-    """Step 0: a cached context for the raw query ends the run with a cache-hit result.
+    """Step 0: a cached context for the query ends the run with a cache-hit result.
 
-    With a shared cache or index store the lookup awaits it (the key carries
-    the store's corpus version; see :mod:`._shared`).
+    The documented key is the raw query's, looked up before the enrichment;
+    the async engine (``state.private_cache``) enriches the query first and
+    keys by the effective query, private to its conversation when enriched
+    (:mod:`._cache_keys`).  With a shared cache or index store the lookup
+    awaits it (the key carries the store's corpus version; see :mod:`._shared`).
     """
 
     name = "cache_lookup"
@@ -40,14 +46,24 @@ class CacheLookup(Stage):
     def apply(self, job: Job, state: EngineState) -> None:
         if state.cache is None:
             return
-        job.cache_key = state.cache_key(job.query, job.options.metadata_filters)
-        job.cache_key += options_cache_suffix(job.options, state.config.composer.template)
+        if state.private_cache:
+            _enrich(job, state)
+        job.cache_key = context_key(job, state)
+        if state.cache_corpus_version is not None:
+            job.cache_key += f"@{state.cache_corpus_version}"
         _serve_cached(job, state, state.cache.get_composition(job.cache_key))
 
     def awaits(self, state: EngineState) -> bool:
-        return _shares_cache(state)
+        return _shares_cache(state) or (
+            state.cache is not None and state.private_cache and state.stores.sessions is not None
+        )
 
     async def apply_async(self, job: Job, state: EngineState) -> None:
+        if state.private_cache:
+            await _enrich_async(job, state)
+        if not _shares_cache(state):
+            self.apply(job, state)  # enriched already: apply() does not read the store again
+            return
         _serve_cached(job, state, await _shared.cached_composition(job, state))
 
 
@@ -60,7 +76,10 @@ def _shares_cache(state: EngineState) -> bool:
 
 def _serve_cached(job: Job, state: EngineState, cached: Composition | None) -> None:
     if cached is not None and cached.context:
-        analysis = state.analyzer.analyze(job.query)
+        # The documented hit analyses the raw query; the async engine's hit, the
+        # query its context was composed for (as the miss reported it).
+        query = job.effective_query if state.private_cache else job.query
+        analysis = state.analyzer.analyze(query)
         job.analysis = analysis
         job.context = cached.context
         job.result = ContextResult(
@@ -74,30 +93,57 @@ def _serve_cached(job: Job, state: EngineState, cached: Composition | None) -> N
         )
 
 
+def enriched_query(job: Job, state: EngineState) -> Any:
+    """The query the history enrichment makes of ``job``'s, from its in-process conversation.
+
+    Changes nothing (a session not seen yet has no turns to enrich with).
+    """
+    session_id = job.options.session_id
+    history = state.history if session_id is None else state.sessions.get(session_id)
+    if job.options.use_history and history and state.config.multi_turn:
+        return history.get_enriched_query(job.query, n=2)
+    return job.query
+
+
+def _enrich(job: Job, state: EngineState) -> None:
+    """Set ``job.effective_query`` from its in-process conversation (once per job)."""
+    if not job.enriched:
+        job.effective_query = enriched_query(job, state)
+        job.enriched = True
+
+
+async def _enrich_async(job: Job, state: EngineState) -> None:
+    """:func:`_enrich`, reading a session's conversation from the session store when shared."""
+    session_id = job.options.session_id
+    if job.enriched:
+        return
+    if state.stores.sessions is None or session_id is None or not state.config.multi_turn:
+        _enrich(job, state)
+        return
+    # Read at the request's turn: every turn completed before, on any replica.
+    job.effective_query = job.query
+    if job.options.use_history:
+        history = await _shared.read_history(state, session_id)
+        job.effective_query = history.get_enriched_query(job.query, n=2)
+    job.enriched = True
+
+
 class HistoryEnrichment(Stage):
-    """Step 1: prefix the query with the recent answered turns of its conversation."""
+    """Step 1: prefix the query with the recent answered turns of its conversation.
+
+    Nothing left to do when the async engine's cache lookup enriched already.
+    """
 
     name = "history_enrichment"
 
     def apply(self, job: Job, state: EngineState) -> None:
-        job.effective_query = job.query
-        history = state.history_for(job.options.session_id)
-        if job.options.use_history and history and state.config.multi_turn:
-            job.effective_query = history.get_enriched_query(job.query, n=2)
+        _enrich(job, state)
 
     def awaits(self, state: EngineState) -> bool:
         return state.stores.sessions is not None
 
     async def apply_async(self, job: Job, state: EngineState) -> None:
-        session_id = job.options.session_id
-        if session_id is None or not state.config.multi_turn:
-            self.apply(job, state)
-            return
-        # Read at the request's turn: every turn completed before, on any replica.
-        job.effective_query = job.query
-        if job.options.use_history:
-            history = await _shared.read_history(state, session_id)
-            job.effective_query = history.get_enriched_query(job.query, n=2)
+        await _enrich_async(job, state)
 
 
 class Budget(Stage):
@@ -141,6 +187,10 @@ class HistoryRecord(Stage):
     """Step 10: record the raw query and its context as a new (unanswered) turn."""
 
     name = "history_record"
+
+    def after_hit(self, job: Job, state: EngineState) -> bool:
+        # The async engine: every request of a session is a turn of it, hit or not.
+        return state.private_cache and job.options.session_id is not None
 
     def apply(self, job: Job, state: EngineState) -> None:
         # Sessions are evicted least recently run first (the sync facade has none).

@@ -2,10 +2,10 @@
 
 :func:`walk` applies each stage in order — timing it, naming it on an
 exception, logging it, reporting it to the caller's ``on_stage`` — and stops
-at a cache hit.  A stage the async runner already applied ahead (its
-speculation, see :class:`~._job.Ahead`) is kept when it still holds and
-applied again when not; a stage that must await (a coroutine embedder) is
-awaited.
+at a cache hit (but for a stage that follows one: a session's turn).  A
+stage the async runner already applied ahead (its speculation, see
+:class:`~._job.Ahead`) is kept when it still holds and applied again when
+not; a stage that must await (a coroutine embedder) is awaited.
 
 :func:`walk` is a coroutine so that one implementation serves both runners:
 the sync runner (:func:`run_job`) drives it to completion without an event
@@ -23,6 +23,7 @@ from zerda_async.core.models import ContextResult
 from zerda_async.errors import annotate_stage_error
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._observe import emit_stage_event
+from zerda_async.pipeline._shared import release_cache_lock
 from zerda_async.pipeline._stages import STAGES, Stage, build_result
 from zerda_async.pipeline._state import EngineState
 
@@ -105,18 +106,23 @@ async def walk(
     Exceptions propagate unchanged (the documented errors are part of the
     contract) with a note naming the stage.
     """
-    for stage in stages:
-        if job.result is not None:
-            break
-        if _applied_ahead(stage, job, state):
-            duration = job.timings.get(stage.name, 0.0)
-        elif stage.awaits(state):
-            duration = await apply_stage_async(stage, job, state)
-        else:
-            duration = apply_stage(stage, job, state)
-        emit_stage_event(job, stage.name, duration)
-        if on_stage is not None:
-            on_stage(stage.name, duration)
+    try:
+        for stage in stages:
+            if job.result is not None and not stage.after_hit(job, state):
+                continue  # a cache hit ends the run, but for what must follow every request
+            if _applied_ahead(stage, job, state):
+                duration = job.timings.get(stage.name, 0.0)
+            elif stage.awaits(state):
+                duration = await apply_stage_async(stage, job, state)
+            else:
+                duration = apply_stage(stage, job, state)
+            emit_stage_event(job, stage.name, duration)
+            if on_stage is not None:
+                on_stage(stage.name, duration)
+    except Exception:
+        if job.cache_locked:  # only with a shared cache store: never in the sync runner
+            await release_cache_lock(job, state)
+        raise
     return build_result(job)
 
 

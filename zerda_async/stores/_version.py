@@ -17,6 +17,8 @@ from typing import Protocol
 
 import anyio
 
+from zerda_async.errors import StoreUnavailableError
+
 __all__ = ["VERSION_POLL_SECONDS", "VersionClock"]
 
 VERSION_POLL_SECONDS = 0.5
@@ -38,6 +40,8 @@ class VersionClock:
         self._value: int | None = None
         self._read_at = -math.inf
         self._lock: anyio.Lock | None = None
+        # When the last read failed, and why (see current()).
+        self._failure: tuple[float, StoreUnavailableError] | None = None
 
     def _fresh(self) -> int | None:
         if self._value is not None and time.monotonic() - self._read_at < self.poll:
@@ -45,17 +49,30 @@ class VersionClock:
         return None
 
     async def current(self, store: _Versioned) -> int:
-        """The version, read from ``store`` only when the last read is older than ``poll``."""
+        """The version, read from ``store`` only when the last read is older than ``poll``.
+
+        Requests that waited for a read that failed fail with it, rather than each
+        waiting for a read of its own: a store that does not answer costs them one
+        timeout, not one per request queued.
+        """
         found = self._fresh()
         if found is not None:
             return found
         if self._lock is None:  # made on first use, inside the event loop
             self._lock = anyio.Lock()
+        asked = time.monotonic()
         async with self._lock:
             found = self._fresh()
             if found is not None:  # another request read it while this one waited
                 return found
-            return await self.read(store)
+            failed = self._failure
+            if failed is not None and failed[0] >= asked:
+                raise failed[1]
+            try:
+                return await self.read(store)
+            except StoreUnavailableError as exc:
+                self._failure = (time.monotonic(), exc)
+                raise
 
     async def read(self, store: _Versioned) -> int:
         """Read the version from ``store`` now (and keep it)."""
@@ -67,6 +84,11 @@ class VersionClock:
         if self._value is None or value >= self._value:
             self._value, self._read_at = value, max(started, self._read_at)
         return value
+
+    @property
+    def last(self) -> int | None:
+        """The last version read, however old (``None``: never read, or forgotten)."""
+        return self._value
 
     def forget(self) -> None:
         """Drop the value kept (after a write through this process)."""

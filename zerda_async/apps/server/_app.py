@@ -31,6 +31,7 @@ starts it); the application never reads paths or patterns from requests.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -44,17 +45,31 @@ from starlette.routing import Route
 
 from zerda_async.apps import HTTPProblem, report_for, stage_failure
 from zerda_async.apps.server._access import AccessLogMiddleware, BearerAuthMiddleware
-from zerda_async.apps.server._common import ServiceSettings, json_response, problem_response
+from zerda_async.apps.server._common import (
+    ServiceSettings,
+    default_template_of,
+    json_response,
+    problem_response,
+)
 from zerda_async.apps.server._metrics import Metrics, MetricsMiddleware
 from zerda_async.apps.server._openapi import openapi_document
 from zerda_async.apps.server._page import Page
 from zerda_async.apps.server._pool import EngineOpener, EnginePool
 from zerda_async.apps.server._replica import StoreSet
 from zerda_async.apps.server._routes import Service
+from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.templates import TEMPLATE_NAMES
-from zerda_async.errors import ConfigError, RequestBodyError, StageFailedError, ZerdaError
+from zerda_async.errors import (
+    ConfigError,
+    RequestBodyError,
+    StageFailedError,
+    StoreUnavailableError,
+    ZerdaError,
+)
 
 __all__ = ["ROUTES", "EngineOpener", "EnginePool", "ServiceSettings", "create_app"]
+
+_logger = logging.getLogger("uvicorn.error")
 
 ROUTES = (
     "/v1/context",
@@ -142,13 +157,18 @@ def create_app(
     *,
     index_info: Mapping[str, Any] | None = None,
     store_set: StoreSet | None = None,
+    index_config: ContextEngineConfig | None = None,
 ) -> Starlette:
-    """The service: ``open_engine(settings.default_template)`` runs its one engine.
+    """The service: ``open_engine(default_template)`` runs its one engine.
 
-    The engine's configuration template is the one requests naming none get;
-    a request's ``template`` is passed to that engine as a run option.
-    ``settings.default_template`` must be a template name or ``"auto"``
-    (``ConfigError`` naming ``default_template`` otherwise).
+    The engine's configuration template is the one requests naming none get:
+    ``settings.default_template``, or when that is ``None`` the template of
+    ``index_config``, the configuration the index was built with (the
+    documented configuration's, ``arabic``, when not given; :func:`index_app`
+    and :func:`store_app` pass the index's).  A request's ``template`` is
+    passed to that engine as a run option.  ``settings.default_template``
+    must be a template name, ``"auto"`` or ``None`` (``ConfigError`` naming
+    ``default_template`` otherwise).
 
     ``index_info`` is shown by ``/healthz``.  The application's state holds
     ``metrics`` (:class:`Metrics`), ``pool`` (:class:`EnginePool`) and
@@ -158,19 +178,28 @@ def create_app(
     or let the first request start the engines (asyncio only).
     """
     settings = settings or ServiceSettings()
-    if settings.default_template not in TEMPLATE_NAMES:
+    default_template = default_template_of(settings, index_config or ContextEngineConfig())
+    if default_template not in TEMPLATE_NAMES:
         raise ConfigError(
             f"default_template must be one of {sorted(TEMPLATE_NAMES)}, "
             f"got {settings.default_template!r}"
         )
     metrics = Metrics(ROUTES)
     pool = EnginePool(open_engine)
-    service = Service(pool, settings, metrics, index_info or {}, store_set)
+    service = Service(
+        pool, settings, metrics, index_info or {}, store_set, default_template=default_template
+    )
 
     @asynccontextmanager
     async def lifespan(app: object) -> AsyncIterator[None]:
         async with pool.running():
-            await pool.get(settings.default_template)
+            try:
+                await pool.get(default_template)
+            except StoreUnavailableError as exc:
+                # A store down at start-up does not stop the replica: it answers 503
+                # naming the store (requests, /readyz) and opens the engine once the
+                # store answers (see EnginePool.get), without a restart.
+                _logger.warning("starting without the engine: %s; retried by each request", exc)
             yield
 
     app = Starlette(

@@ -12,10 +12,12 @@ from starlette.responses import Response
 from zerda_async.apps import HTTPProblem
 from zerda_async.apps._profiles import EF_SEARCH
 from zerda_async.apps.server._schemas import ErrorBody
+from zerda_async.core.config import ContextEngineConfig
 from zerda_async.errors import MediaTypeError
 
 __all__ = [
     "ServiceSettings",
+    "default_template_of",
     "json_response",
     "problem_response",
     "read_body",
@@ -34,9 +36,12 @@ class ServiceSettings(msgspec.Struct, kw_only=True):
     """Requests allowed inside at once; more get 503 with ``Retry-After``."""
     retry_after: int = 1
     """Seconds sent in ``Retry-After`` with a 503."""
-    default_template: str = "arabic"
-    """Composer template of requests that name none (a template name or ``"auto"``);
-    the service's one engine is opened with it."""
+    default_template: str | None = None
+    """Composer template of requests that name none: a template name or ``"auto"``
+    (picks Arabic or English by the query's language).  ``None`` (the default) takes
+    the template of the index's profile — ``auto`` for an index built with the
+    recommended profile, ``arabic`` for the documented one — as ``zerda serve`` does;
+    see :func:`default_template_of`.  The service's one engine is opened with it."""
     cors_origins: list[str] = msgspec.field(default_factory=list)
     """Origins allowed to call the service from a browser (CORS); none by default."""
     api_key: str | None = None
@@ -48,6 +53,19 @@ class ServiceSettings(msgspec.Struct, kw_only=True):
     replica, over its own copy of the whole index, caught up from PostgreSQL)."""
     ef_search: int = EF_SEARCH
     """HNSW candidate list size (with ``vector_search="hnsw"``; ``zerda serve --ef-search``)."""
+
+
+def default_template_of(settings: ServiceSettings, index_config: ContextEngineConfig) -> str:
+    """The template of requests that name none: ``settings.default_template``, else the
+    template of ``index_config`` (the configuration the index was built with).
+
+    The one place this default is decided, for ``zerda serve``, :func:`index_app`
+    and :func:`store_app` alike.
+    """
+    if settings.default_template is not None:
+        return settings.default_template
+    template: str = index_config.composer.template
+    return template
 
 
 def json_response(

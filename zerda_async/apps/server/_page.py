@@ -66,13 +66,13 @@ class Page:
         # Read once when the app is built, never on the event loop.
         self.html = _static("index.html")
         self.assets = {ext: _static(f"page.{ext}") for ext in _MEDIA}
-        self.templates = choices_of("template") or [service.settings.default_template]
+        self.templates = choices_of("template") or [service.default_template]
         self.profiles = choices_of("profile")
 
     def _boot(self, request: Request) -> dict[str, Any]:
         return {
             "templates": self.templates,
-            "default_template": self.service.settings.default_template,
+            "default_template": self.service.default_template,
             "profiles": self.profiles,
             "auth": self.service.settings.api_key is not None,
             "query": request.query_params.get("q", ""),

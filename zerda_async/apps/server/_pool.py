@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Literal
@@ -27,14 +28,20 @@ import anyio
 import anyio.abc
 
 from zerda_async.engine import AsyncContextEngine
-from zerda_async.errors import EngineClosedError
+from zerda_async.errors import EngineClosedError, StoreUnavailableError
 
-__all__ = ["EngineOpener", "EnginePool"]
+__all__ = ["RETRY_SECONDS", "EngineOpener", "EnginePool"]
 
 EngineOpener = Callable[[str], AbstractAsyncContextManager[AsyncContextEngine]]
 """``open_engine(template)``: an async context manager running an engine with that template."""
 
 _State = Literal["idle", "starting", "running", "closed"]
+
+
+RETRY_SECONDS = 0.5
+"""After an engine failed to open (its stores down), requests fail at once with that error
+for this long; the next one then tries again (so a flood of requests does not hammer a
+store that is down, and a store coming back is used within this time plus one open)."""
 
 
 class _Slot:
@@ -44,6 +51,23 @@ class _Slot:
         self.ready = anyio.Event()
         self.engine: AsyncContextEngine | None = None
         self.error: BaseException | None = None
+        self.failed_at = 0.0
+
+    def retry_due(self) -> bool:
+        """True when this slot failed to open long enough ago to try again."""
+        return (
+            self.ready.is_set()
+            and self.engine is None
+            and time.monotonic() - self.failed_at >= RETRY_SECONDS
+        )
+
+
+def _open_error(exc: BaseException | None) -> Exception:
+    """What a request gets when its engine could not be opened: the store that does not
+    answer (503 naming it), else the engine that could not start."""
+    if isinstance(exc, StoreUnavailableError):
+        return StoreUnavailableError(exc.store, exc.url, exc.problem)  # one per caller
+    return EngineClosedError(f"the engine could not be started: {exc}")
 
 
 class EnginePool:
@@ -90,9 +114,9 @@ class EnginePool:
                     try:
                         engine = await stack.enter_async_context(self._opener(template))
                     except Exception as exc:
-                        slot.error = exc
+                        # Kept RETRY_SECONDS (see retry_due); a later request tries again.
+                        slot.error, slot.failed_at = exc, time.monotonic()
                         self.last_error = f"{type(exc).__name__}: {exc}"
-                        del self._slots[template]  # a later request tries again
                     else:
                         slot.engine = self._engines[template] = engine
                     slot.ready.set()
@@ -153,6 +177,8 @@ class EnginePool:
         if self._state == "idle":
             self._start_lazily()
         slot = self._slots.get(template)
+        if slot is not None and slot.retry_due():
+            slot = None
         if slot is None:
             slot = self._slots[template] = _Slot()
             try:
@@ -162,5 +188,5 @@ class EnginePool:
                 raise EngineClosedError("the service is shutting down") from None
         await slot.ready.wait()
         if slot.engine is None:
-            raise EngineClosedError(f"the engine could not be started: {slot.error}")
+            raise _open_error(slot.error)
         return slot.engine

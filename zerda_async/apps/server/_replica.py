@@ -168,7 +168,9 @@ class StoreSet:
         index = await PostgresIndexStore.open(
             self.store,
             prefix=self.prefix,
-            operation_timeout=2 * self.timeout,
+            # One store timeout, like the state stores: a stopped index store fails a
+            # request within it (docs/sessions.md, the failure timeline).
+            operation_timeout=self.timeout,
             connect_timeout=self.timeout,
             # The store refuses a mode it does not know, naming it.
             search=cast("SearchMode", self.vector_search),

@@ -33,7 +33,7 @@ from zerda_async.apps.server._schemas import (
 from zerda_async.apps.server._sse import EventStreamResponse, encode_event, sse_record
 from zerda_async.core.templates import TEMPLATE_NAMES
 from zerda_async.engine import AsyncContextEngine
-from zerda_async.errors import EngineClosedError, failed_stage
+from zerda_async.errors import EngineClosedError, StoreUnavailableError, failed_stage
 from zerda_async.events import DoneEvent, ErrorEvent, StageEvent, event_name
 from zerda_async.pipeline import RunOptions
 
@@ -55,7 +55,7 @@ def _run_options(req: ContextRequest | MultiRequest, budget: int | None = None) 
 class Service:
     """The endpoints and the state they share.
 
-    One engine (opened with ``settings.default_template``) serves every request:
+    One engine (opened with ``default_template``) serves every request:
     a request's ``template`` is its run option, so the cache, the sessions and
     the index are shared whatever template a request names.
     """
@@ -67,6 +67,8 @@ class Service:
         metrics: Metrics,
         index_info: Mapping[str, Any],
         store_set: StoreSet | None = None,
+        *,
+        default_template: str,
     ) -> None:
         self.store_set = store_set
         self.pool = pool
@@ -74,6 +76,8 @@ class Service:
         self.metrics = metrics
         self.index_info = dict(index_info)
         self.active = 0
+        # Resolved by create_app: the settings' template, else the index's profile's.
+        self.default_template = default_template
 
     # -- admission ----------------------------------------------------------------
 
@@ -99,7 +103,7 @@ class Service:
 
     async def engine(self) -> AsyncContextEngine:
         """The service's one engine (opened on first use)."""
-        return await self.pool.get(self.settings.default_template)
+        return await self.pool.get(self.default_template)
 
     def _deadline_problem(self) -> HTTPProblem:
         return HTTPProblem(504, f"request took longer than {self.settings.request_timeout:g} s")
@@ -119,7 +123,7 @@ class Service:
 
     async def run_context(self, req: ContextRequest) -> ContextResponse:
         """Run one request under admission and the deadline (``/v1/context`` and the page)."""
-        template = req.template or self.settings.default_template
+        template = req.template or self.default_template
         async with self.admitted():
             with self._deadline():
                 engine = await self.engine()
@@ -138,7 +142,7 @@ class Service:
     async def multi(self, request: Request) -> Response:
         body = await read_body(request, self.settings.max_body_bytes)
         req = decode_request(body, MultiRequest)
-        template = req.template or self.settings.default_template
+        template = req.template or self.default_template
         started = time.perf_counter()
         async with self.admitted():
             with self._deadline():
@@ -159,7 +163,7 @@ class Service:
     async def stream(self, request: Request) -> Response | EventStreamResponse:
         body = await read_body(request, self.settings.max_body_bytes)
         req = decode_request(body, ContextRequest)
-        template = req.template or self.settings.default_template
+        template = req.template or self.default_template
         timeout = self.settings.request_timeout
         self.admit()
         try:
@@ -248,7 +252,7 @@ class Service:
         try:
             with anyio.fail_after(self.settings.request_timeout):
                 await self.engine()
-        except (EngineClosedError, TimeoutError):
+        except (EngineClosedError, StoreUnavailableError, TimeoutError):
             status, code = "unavailable", 503
         return json_response(
             Health(
@@ -288,7 +292,7 @@ class Service:
         return session_id
 
     async def _session_out(self, session_id: str) -> SessionOut:
-        engine = await self.pool.get(self.settings.default_template)
+        engine = await self.pool.get(self.default_template)
         turns = await engine.turns(session_id)
         return SessionOut(
             session_id=session_id, turns=[TurnOut(query=t.query, answer=t.answer) for t in turns]
@@ -300,7 +304,7 @@ class Service:
         body = await read_body(request, self.settings.max_body_bytes)
         req = decode_request(body, AnswerRequest)
         with self._deadline():
-            engine = await self.pool.get(self.settings.default_template)
+            engine = await self.pool.get(self.default_template)
             if not await engine.record_answer(session_id, req.answer):
                 raise HTTPProblem(404, f"session {session_id!r} has no turn to answer")
             out = await self._session_out(session_id)
@@ -319,7 +323,9 @@ class Service:
         found: dict[str, str] = {}
         try:
             with anyio.fail_after(timeout):
-                await self.pool.get(self.settings.default_template)
+                await self.pool.get(self.default_template)
+        except StoreUnavailableError as exc:
+            found[exc.store] = str(exc)  # down at start-up: the engine waits for it
         except (EngineClosedError, TimeoutError) as exc:
             found["engine"] = str(exc) or "the engine did not start in time"
         if self.store_set is not None:

@@ -36,7 +36,9 @@ def index_app(
     """The service on the index saved in ``directory`` (checked now, loaded at start-up).
 
     Every engine starts from the configuration saved with the index (its
-    profile), with the request's template and metadata search on top.
+    profile), with the request's template and metadata search on top;
+    requests naming no template get ``settings.default_template``, by default
+    the profile's (``auto`` for the recommended profile), as ``zerda serve DIR``.
     """
     manifest = read_manifest(directory)
     settings = settings or ServiceSettings()
@@ -51,7 +53,7 @@ def index_app(
         return open_index(directory, config, **engine_kwargs)
 
     info = {"directory": str(directory), "chunks": manifest.chunks, "files": len(manifest.files)}
-    return create_app(open_engine, settings, index_info=info)
+    return create_app(open_engine, settings, index_info=info, index_config=saved)
 
 
 def store_app(
@@ -89,7 +91,9 @@ def store_app(
         config.retriever.use_metadata = True  # so metadata_filters are searched
         return store_set.engine(config, **engine_kwargs)
 
-    return create_app(open_engine, settings, index_info=info, store_set=store_set)
+    return create_app(
+        open_engine, settings, index_info=info, store_set=store_set, index_config=base
+    )
 
 
 def app_from_environment() -> Starlette:

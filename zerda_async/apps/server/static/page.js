@@ -59,42 +59,118 @@
     timeline.append(item);
   }
 
+  // Bidi: the context mixes Arabic and English lines, so it is not one paragraph with
+  // one direction.  Each line (or each cited chunk) is a block of its own: text and
+  // headers take their own direction (dir="auto"); separators and blank lines take the
+  // context's (its first letter's), so in an Arabic context they sit on the right; a
+  // source label is isolated in <bdi>, so "[المصدر: …]" keeps its brackets facing in.
+  const RTL_LETTER = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFF]/u;
+  const SEPARATOR = /^[\s\-─━=_*·.]*$/u;
+  const LABEL = /^(\[.*\]|---\s*\[\d+\].*---)$/u;
+
+  function directionOf(text) {
+    const letter = text.match(/\p{L}/u);
+    return letter && RTL_LETTER.test(letter[0]) ? "rtl" : "ltr";
+  }
+
   // Offsets count Unicode code points (Python's str indices); JavaScript strings count
-  // UTF-16 units, so the context is cut as an array of code points.
+  // UTF-16 units, so the context is cut as an array of code points.  Cited spans are
+  // clipped so they do not overlap; each keeps its number (its rank in start order).
+  function citedSpans(cites, length) {
+    const spans = [];
+    let at = 0;
+    cites.forEach((cite, i) => {
+      const start = Math.max(cite.start, at), end = Math.min(cite.end, length);
+      if (end <= start) return;
+      spans.push({ cite: cite, n: i + 1, start: start, end: end });
+      at = end;
+    });
+    return spans;
+  }
+
+  // The context's blocks: its lines, where a cited span running over a line break joins
+  // the lines it covers into one block.  Each is [start, end, spans inside].
+  function blocksOf(points, spans) {
+    const blocks = [];
+    let start = 0;
+    for (let i = 0; i <= points.length; i++) {
+      if (i < points.length && points[i] !== "\n") continue;
+      const end = Math.min(i + 1, points.length);
+      if (end > start) {
+        const last = blocks[blocks.length - 1];
+        if (last && spans.some((s) => s.start < last[1] && s.end > last[1])) last[1] = end;
+        else blocks.push([start, end]);
+      }
+      start = end;
+    }
+    return blocks.map(([a, b]) => [a, b, spans.filter((s) => s.start < b && s.end > a)]);
+  }
+
+  function mark(points, span) {
+    return el("mark", {
+      class: span.cite.truncated ? "cite truncated" : "cite",
+      id: `cite-${span.n}`,
+      "data-n": String(span.n),
+      "data-doc-id": String(span.cite.doc_id),
+      title: `${span.cite.label || span.cite.source}`,
+    }, points.slice(span.start, span.end).join(""));
+  }
+
+  function citedBlock(points, start, end, spans) {
+    const block = el("span", { class: "block chunk", dir: "auto" });
+    let at = start;
+    for (const span of spans) {
+      block.append(points.slice(at, span.start).join(""), mark(points, span));
+      at = span.end;
+    }
+    block.append(points.slice(at, end).join(""));
+    return block;
+  }
+
+  function lineBlock(text) {
+    const line = text.replace(/\n$/u, "");
+    if (SEPARATOR.test(line)) return el("span", { class: "block sep" }, text);
+    if (LABEL.test(line)) {
+      const block = el("span", { class: "block label" });
+      block.append(el("bdi", {}, line), text.slice(line.length));
+      return block;
+    }
+    return el("span", { class: "block line", dir: "auto" }, text);
+  }
+
+  function citationItem(span) {
+    const cite = span.cite;
+    const item = el("li", { "data-doc-id": String(cite.doc_id) });
+    const link = el("a", { href: `#cite-${span.n}`, class: "src" });
+    link.append(el("bdi", {}, String(cite.source)));
+    const meta = el("span", { class: "meta" });
+    if (cite.label) meta.append(el("bdi", {}, cite.label), " · ");
+    meta.append(el("bdi", {}, String(cite.doc_id)), cite.truncated ? " · truncated" : "");
+    item.append(link, " ", meta);
+    return item;
+  }
+
   function renderContext(result) {
     const box = $("context"), list = $("citations");
     box.replaceChildren();
     list.replaceChildren();
     const points = Array.from(result.context || "");
+    box.dir = directionOf(result.context || "");
     const cites = Array.isArray(result.citations) ? result.citations.slice() : [];
     cites.sort((a, b) => a.start - b.start);
-    let at = 0;
-    cites.forEach((cite, i) => {
-      const start = Math.max(cite.start, at), end = Math.min(cite.end, points.length);
-      if (end <= start) return;
-      box.append(points.slice(at, start).join(""));
-      const mark = el("mark", {
-        class: cite.truncated ? "cite truncated" : "cite",
-        id: `cite-${i + 1}`,
-        "data-n": String(i + 1),
-        "data-doc-id": String(cite.doc_id),
-        title: `${cite.label || cite.source}`,
-      }, points.slice(start, end).join(""));
-      box.append(mark);
-      at = end;
-      const item = el("li", { "data-doc-id": String(cite.doc_id) });
-      item.append(el("a", { href: `#cite-${i + 1}`, class: "src" }, String(cite.source)));
-      const meta = `${cite.label || ""} · ${cite.doc_id}${cite.truncated ? " · truncated" : ""}`;
-      item.append(" ", el("span", { class: "meta" }, meta));
-      list.append(item);
-    });
-    box.append(points.slice(at).join(""));
+    const spans = citedSpans(cites, points.length);
+    for (const [start, end, inside] of blocksOf(points, spans)) {
+      box.append(inside.length
+        ? citedBlock(points, start, end, inside)
+        : lineBlock(points.slice(start, end).join("")));
+    }
+    for (const span of spans) list.append(citationItem(span));
     if (!cites.length) {
       // Without citations in the result, list the ranked chunks it used instead.
       for (const chunk of result.chunks_used || []) {
         const item = el("li", { "data-doc-id": String(chunk.doc_id) });
-        item.append(el("span", { class: "src" }, String(chunk.source)));
-        item.append(" ", el("span", { class: "meta" }, String(chunk.doc_id)));
+        item.append(el("bdi", { class: "src" }, String(chunk.source)));
+        item.append(" ", el("bdi", { class: "meta" }, String(chunk.doc_id)));
         list.append(item);
       }
     }
