@@ -1,0 +1,128 @@
+"""Cutting a document's text into chunks that are slices of it.
+
+The rules follow ``zerda index``'s chunker (paragraphs packed greedily up to
+``max_chars``; a paragraph longer than that cut at sentence ends, then at
+spaces), with two differences that keep a chunk traceable to its origin:
+
+* a chunk is ``text[start:end]`` exactly — the whitespace between the
+  paragraphs and sentences it packs is the document's own, never rewritten;
+  only the whitespace around a chunk is left out;
+* a page break and a heading always end a chunk, so each chunk lies on one
+  page and in one section, which its citation names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from itertools import pairwise
+
+import msgspec
+
+from ._document import Document
+
+__all__ = ["DocumentChunk", "chunk_document", "chunk_spans"]
+
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?؟。])\s+")
+_NON_SPACE = re.compile(r"\S")
+
+
+class DocumentChunk(msgspec.Struct, frozen=True):
+    """A chunk of a document: ``text == document.text[start:end]``, its page and section."""
+
+    text: str
+    start: int
+    end: int
+    page: int | None = None
+    section: tuple[str, ...] = ()
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """``(start, end)`` without the whitespace at either side, or None when all blank."""
+    found = _NON_SPACE.search(text, start, end)
+    if found is None:
+        return None
+    start = found.start()
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _split_at(
+    text: str, start: int, end: int, pattern: re.Pattern[str]
+) -> Iterator[tuple[int, int]]:
+    """The trimmed, non-blank spans of ``text[start:end]`` between matches of ``pattern``."""
+    at = start
+    for match in pattern.finditer(text, start, end):
+        span = _trimmed(text, at, match.start())
+        if span:
+            yield span
+        at = match.end()
+    span = _trimmed(text, at, end)
+    if span:
+        yield span
+
+
+def _hard_cuts(text: str, start: int, end: int, max_chars: int) -> Iterator[tuple[int, int]]:
+    """``[start, end)`` in spans of at most ``max_chars``, cut at the last space that fits."""
+    while end - start > max_chars:
+        limit = start + max_chars
+        cut = max(text.rfind(" ", start + 1, limit + 1), text.rfind("\n", start + 1, limit + 1))
+        if cut <= start:
+            cut = limit
+        span = _trimmed(text, start, cut)
+        if span:
+            yield span
+        rest = _trimmed(text, cut, end)
+        if rest is None:
+            return
+        start = rest[0]
+    yield start, end
+
+
+def _pieces(text: str, start: int, end: int, max_chars: int) -> Iterator[tuple[int, int]]:
+    """A paragraph as spans of at most ``max_chars``: sentences, cut at spaces if needed."""
+    if end - start <= max_chars:
+        yield start, end
+        return
+    for s_start, s_end in _split_at(text, start, end, _SENTENCE_END):
+        yield from _hard_cuts(text, s_start, s_end, max_chars)
+
+
+def chunk_spans(
+    text: str, max_chars: int = 800, breaks: tuple[int, ...] | list[int] = ()
+) -> list[tuple[int, int]]:
+    """Spans ``(start, end)`` of the chunks of ``text``; none crosses an offset in ``breaks``."""
+    if max_chars < 1:
+        raise ValueError(f"max_chars must be positive, got {max_chars}")
+    bounds = sorted({0, len(text), *(b for b in breaks if 0 < b < len(text))})
+    spans: list[tuple[int, int]] = []
+    for seg_start, seg_end in pairwise(bounds):
+        current: tuple[int, int] | None = None
+        for p_start, p_end in _split_at(text, seg_start, seg_end, _PARAGRAPH_BREAK):
+            for piece in _pieces(text, p_start, p_end, max_chars):
+                if current is not None and piece[1] - current[0] <= max_chars:
+                    current = (current[0], piece[1])
+                else:
+                    if current is not None:
+                        spans.append(current)
+                    current = piece
+        if current is not None:
+            spans.append(current)
+    return spans
+
+
+def chunk_document(document: Document, max_chars: int = 800) -> list[DocumentChunk]:
+    """The chunks of ``document`` with their spans, pages and section paths."""
+    breaks = [*document.pages, *(h.start for h in document.headings)]
+    return [
+        DocumentChunk(
+            text=document.text[start:end],
+            start=start,
+            end=end,
+            page=document.page_at(start),
+            section=document.section_at(start),
+        )
+        for start, end in chunk_spans(document.text, max_chars, breaks)
+    ]
