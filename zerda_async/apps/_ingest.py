@@ -2,10 +2,14 @@
 
 A file named explicitly is read whatever its extension, as long as it is
 UTF-8 text (``LICENSE``, ``GPL-3``, ``notes.text``...).  Folders are walked for
-the extensions in :data:`SUFFIXES` (plain text, Markdown, reStructuredText,
-HTML and JSON Lines); other files in them are counted in
-:attr:`IngestReport.ignored`, unless ``all_files=True``.  HTML is reduced to its
-text with the standard library's HTML parser (:mod:`._html`).
+the extensions in :data:`SUFFIXES` (PDF, Word ``.docx``, HTML, Markdown, plain
+text, reStructuredText and JSON Lines); other files in them are counted in
+:attr:`IngestReport.ignored`, unless ``all_files=True``.  Every kind but JSON
+Lines is read by :mod:`zerda_async.readers` (PDF text per page, the main
+content of an HTML page, headings of Markdown, Word and HTML) and cut by its
+span chunker: each chunk is a verbatim slice of the document's text, and its
+metadata says where it came from (``page``, ``section``, ``doc_start`` /
+``doc_end``, the document's ``title`` and ``kind``).
 
 This is the reading half of ``zerda index``; it does no embedding and no
 indexing.  Every file that cannot be used is *reported* — by path, with the
@@ -14,15 +18,17 @@ reason — in :attr:`IngestReport.skipped`, never dropped silently:
 * unreadable files (permissions, vanished, a directory named like a file);
 * files that are not valid UTF-8 (a UTF-8 byte-order mark is accepted), or
   that hold NUL bytes (binary files that happen to decode);
+* encrypted or broken PDFs, PDFs without a text layer, corrupt ``.docx``;
 * empty files, and ``.jsonl`` lines that are not a JSON object with a text.
 
-Text and Markdown files are split into chunks of at most ``max_chars``
-characters: paragraphs (blank-line separated; a Markdown heading always starts
-a new chunk) are packed greedily, and a paragraph longer than the limit is cut
+Documents are split into chunks of at most ``max_chars`` characters:
+paragraphs (blank-line separated) are packed greedily, a heading or a page
+break always starts a new chunk, and a paragraph longer than the limit is cut
 at sentence ends, then at spaces.  Each chunk's metadata holds the ``source``
 (``folder/relative/path`` for files found in a folder given, else the file
-name), the ``path`` and
-``chunk`` number, and a ``lang`` guess (``"ar"`` or ``"en"``).
+name), the ``path`` and ``chunk`` number, a ``lang`` guess (``"ar"`` or
+``"en"``) and its origin (above).  :attr:`IngestReport.kinds` counts the files
+of each kind read and skipped.
 
 A ``.jsonl`` line is one document: ``{"text": ..., "doc_id": ..., "metadata":
 {...}}`` (``page_content`` and ``id`` are accepted too); long texts are split
@@ -42,16 +48,25 @@ from typing import Any
 
 import msgspec
 
-from zerda_async.apps._html import html_to_text
+from zerda_async.readers import (
+    READERS,
+    Document,
+    UnreadableDocument,
+    chunk_document,
+    reader_for,
+)
 
 __all__ = [
     "HTML_SUFFIXES",
+    "SECTION_SEPARATOR",
     "SUFFIXES",
     "TEXT_SUFFIXES",
     "Chunk",
     "IngestReport",
+    "KindCount",
     "Skipped",
     "detect_language",
+    "document_chunks",
     "read_paths",
     "split_text",
 ]
@@ -59,10 +74,12 @@ __all__ = [
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown", ".rst"})
 """Plain-text types found in folders: split at paragraphs, headings and sentences."""
 HTML_SUFFIXES = frozenset({".html", ".htm"})
-"""HTML types found in folders: their text is extracted first."""
-SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".jsonl"}
+"""HTML types found in folders: their main content is extracted first."""
+SUFFIXES = frozenset().union(*(r.suffixes for r in READERS)) | TEXT_SUFFIXES | {".jsonl"}
 """File types :func:`read_paths` reads inside folders (lower-case suffixes)."""
 
+SECTION_SEPARATOR = " › "
+"""Joins a chunk's section path (heading titles, outermost first) in its metadata."""
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?؟。])\s+")
 _HEADING = re.compile(r"^#{1,6}\s")
@@ -85,6 +102,13 @@ class Skipped(msgspec.Struct):
     reason: str
 
 
+class KindCount(msgspec.Struct):
+    """Files of one kind (``"pdf"``, ``"docx"``, ``"html"``, ...) read and skipped."""
+
+    read: int = 0
+    skipped: int = 0
+
+
 class IngestReport(msgspec.Struct):
     """What :func:`read_paths` found: the chunks, the files read and the files skipped."""
 
@@ -95,6 +119,17 @@ class IngestReport(msgspec.Struct):
     """Files inside the folders given whose type is not one of :data:`SUFFIXES`."""
     short: int = 0
     """Chunks shorter than the ``min_chars`` given (the filter drops them at query time)."""
+    kinds: dict[str, KindCount] = msgspec.field(default_factory=dict)
+    """Files read and skipped, by kind (``"pdf"``, ``"docx"``, ``"html"``, ``"markdown"``,
+    ``"text"``, ``"jsonl"``)."""
+
+    def count(self, kind: str, *, read: bool) -> None:
+        """Count one file of ``kind`` as read or skipped."""
+        tally = self.kinds.setdefault(kind, KindCount())
+        if read:
+            tally.read += 1
+        else:
+            tally.skipped += 1
 
 
 def detect_language(text: str) -> str:
@@ -188,22 +223,6 @@ def _describe(exc: BaseException) -> str:
     return str(exc)
 
 
-def _text_chunks(label: str, text: str, max_chars: int) -> list[Chunk]:
-    return [
-        Chunk(
-            doc_id=f"{label}#{i}",
-            text=piece,
-            metadata={
-                "source": label,
-                "path": label,
-                "chunk": i,
-                "lang": detect_language(piece),
-            },
-        )
-        for i, piece in enumerate(split_text(text, max_chars))
-    ]
-
-
 def _jsonl_record(record: Any, label: str, line_no: int, max_chars: int) -> list[Chunk]:
     if not isinstance(record, dict):
         raise ValueError("expected a JSON object")
@@ -226,24 +245,41 @@ def _jsonl_record(record: Any, label: str, line_no: int, max_chars: int) -> list
     ]
 
 
-def _read_file(path: Path, label: str, max_chars: int, report: IngestReport) -> None:
+def document_chunks(document: Document, label: str, max_chars: int) -> list[Chunk]:
+    """The chunks of ``document`` (read from ``label``) with their origin in the metadata."""
+    chunks = []
+    for i, piece in enumerate(chunk_document(document, max_chars)):
+        metadata: dict[str, Any] = {
+            "source": label,
+            "path": label,
+            "chunk": i,
+            "lang": detect_language(piece.text),
+            "kind": document.kind,
+        }
+        if document.title:
+            metadata["title"] = document.title
+        if piece.page is not None:
+            metadata["page"] = piece.page
+        if piece.section:
+            metadata["section"] = SECTION_SEPARATOR.join(piece.section)
+        metadata["doc_start"], metadata["doc_end"] = piece.start, piece.end
+        chunks.append(Chunk(doc_id=f"{label}#{i}", text=piece.text, metadata=metadata))
+    return chunks
+
+
+def _read_jsonl(path: Path, label: str, max_chars: int, report: IngestReport) -> None:
     try:
         text = _read_text(path)
     except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         report.skipped.append(Skipped(str(path), _describe(exc)))
+        report.count("jsonl", read=False)
         return
-    raw = text
-    if path.suffix.lower() in HTML_SUFFIXES:
-        text = html_to_text(text)
     if not text.strip():
-        report.skipped.append(
-            Skipped(str(path), "empty file" if not raw.strip() else "no text in the HTML")
-        )
+        report.skipped.append(Skipped(str(path), "empty file"))
+        report.count("jsonl", read=False)
         return
     report.files.append(str(path))
-    if path.suffix.lower() != ".jsonl":
-        report.chunks.extend(_text_chunks(label, text, max_chars))
-        return
+    report.count("jsonl", read=True)
     for line_no, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -251,6 +287,22 @@ def _read_file(path: Path, label: str, max_chars: int, report: IngestReport) -> 
             report.chunks.extend(_jsonl_record(json.loads(line), label, line_no, max_chars))
         except ValueError as exc:  # json.JSONDecodeError is a ValueError
             report.skipped.append(Skipped(f"{path}:{line_no}", str(exc)))
+
+
+def _read_file(path: Path, label: str, max_chars: int, report: IngestReport) -> None:
+    if path.suffix.lower() == ".jsonl":
+        _read_jsonl(path, label, max_chars, report)
+        return
+    reader = reader_for(path)
+    try:
+        document = reader.read(path)
+    except UnreadableDocument as exc:
+        report.skipped.append(Skipped(str(path), str(exc)))
+        report.count(reader.kind, read=False)
+        return
+    report.files.append(str(path))
+    report.count(reader.kind, read=True)
+    report.chunks.extend(document_chunks(document, label, max_chars))
 
 
 def read_paths(
@@ -263,7 +315,8 @@ def read_paths(
     """Read every file named in ``paths`` and the supported files of every folder (recursively).
 
     A file named explicitly is read whatever its extension (``.jsonl`` as
-    JSON Lines, ``.html``/``.htm`` as HTML, anything else as plain text);
+    JSON Lines, the kinds of :data:`zerda_async.readers.READERS` by their
+    readers, anything else as plain text);
     inside folders only :data:`SUFFIXES` are read, or every file with
     ``all_files=True``.  Raises :class:`FileNotFoundError` when a path does
     not exist.  Chunks shorter than ``min_chars`` are kept and counted in

@@ -12,52 +12,59 @@ sections, paragraphs, list items (one ``- item`` line each), tables (a row
 per line, cells separated by `` | ``), quotes and code blocks become blocks.
 
 A page too small for trafilatura to call anything main content (a few words)
-falls back to :func:`stripped_text`: the page's text without its ``<nav>``,
+falls back to :func:`stripped_blocks`: the page's text without its ``<nav>``,
 ``<header>``, ``<footer>``, ``<aside>``, scripts and styles (``selectolax``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ._builder import TextBuilder
 from ._document import Document, UnreadableDocument
 
-__all__ = ["html_document", "stripped_text"]
+__all__ = ["html_document", "stripped_blocks"]
 
 _BLOCKS = frozenset({"p", "quote", "code", "lb"})
 _CHROME = "nav, header, footer, aside, script, style, noscript, template, form, iframe, svg"
-_BLOCK_TAGS = frozenset(
-    {"p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "section"}
-)
+_LINE_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_BLOCK_TAGS = _HEADING_TAGS | {"p", "div", "li", "tr", "pre", "blockquote", "section", "td"}
 
 
-def stripped_text(html: str) -> str:
-    """The text of ``html`` without its page chrome (tags named in the module notes).
+def stripped_blocks(html: str) -> list[tuple[str, int | None]]:
+    """The blocks of ``html`` without its page chrome: ``(text, heading level or None)``.
 
     The content of ``<main>`` (or ``<article>``) when the page has one, else
-    of ``<body>``; one line per block element.
+    of ``<body>``, without the tags named in the module notes; one block per
+    innermost block element.
     """
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(html)
+    tree = LexborHTMLParser(_LINE_BREAK.sub(" ", html))
     for node in tree.css(_CHROME):
         node.decompose()
     root = tree.css_first("main") or tree.css_first("article") or tree.body or tree.root
     if root is None:
-        return ""
-    lines: list[str] = []
+        return []
+    blocks: list[tuple[str, int | None]] = []
     for node in root.traverse(include_text=False):
-        if node.tag in _BLOCK_TAGS and not any(
+        tag = node.tag or ""
+        if tag in _BLOCK_TAGS and not any(
             child.tag in _BLOCK_TAGS for child in node.iter(include_text=False)
         ):
-            line = " ".join(node.text(separator=" ").split())
+            line = " ".join(node.text(separator="").split())
             if line:
-                lines.append(line)
-    return "\n\n".join(lines)
+                level = int(tag[1]) if tag in _HEADING_TAGS else None
+                blocks.append((line, level))
+    return blocks
 
 
 def _text(element: Any) -> str:
+    """The element's text with spaces squeezed; a line break (``<lb/>``) is a space."""
+    for line_break in element.iter("lb"):
+        line_break.text = " "
     return " ".join("".join(element.itertext()).split())
 
 
@@ -119,8 +126,11 @@ def html_document(html: str, source: str) -> Document:
     if body is not None:
         _walk(body, out)
     if not out.text.strip():
-        for block in stripped_text(html).split("\n\n"):
-            out.paragraph(block)
+        for block, level in stripped_blocks(html):
+            if level is None:
+                out.paragraph(block)
+            else:
+                out.heading(block, level)
     if not out.text.strip():
         raise UnreadableDocument("no text in the HTML page")
     return Document(
