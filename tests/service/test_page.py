@@ -140,6 +140,31 @@ async def test_citations_are_highlighted_at_their_code_point_offsets() -> None:
     assert joined == ["head\n", "one two\nthree\n", "four\n"]
 
 
+async def test_each_citation_names_its_file_page_and_section() -> None:
+    context = "[1] Leave is 30 days.\n[2] Rabat is the capital.\n"
+    cited = [
+        ("Leave is 30 days.", {"source": "handbook.docx", "section": "HR › Leave"}),
+        ("Rabat is the capital.", {"source": "atlas.pdf", "page": 2}),
+    ]
+    citations = []
+    for i, (text, origin) in enumerate(cited):
+        start = context.index(text)
+        citations.append(
+            {"doc_id": f"d{i}", "label": f"[{i + 1}]", "start": start, "end": start + len(text)}
+            | {"truncated": False, "page": None, "section": None}
+            | origin
+        )
+    result = {"context": context, "citations": citations, "query_analysis": {"language": "en"}}
+    app = create_app(memory_opener())
+    async with live_server(app) as url, chromium_page() as page:
+        await page.goto(url + "/")
+        await page.evaluate(f"zerdaPage.showResult({json.dumps(result)}); true")
+        places = await page.evaluate(
+            "[...document.querySelectorAll('#citations li .src')].map(a => a.textContent)"
+        )
+    assert places == ["handbook.docx, § HR › Leave", "atlas.pdf, p. 2"]
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(("query", "template", "direction"), QUESTIONS)
 async def test_a_shared_link_holds_the_context_in_the_dumped_dom(

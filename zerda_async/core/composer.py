@@ -19,7 +19,7 @@ from typing import Any
 from .config import ContextEngineConfig, LengthCounter
 from .counters import char_counter
 from .models import Composition, QueryAnalysis, ScoredChunk
-from .packing import Piece, pack_documented, pack_fit
+from .packing import Piece, origin_of, pack_documented, pack_fit
 from .strategy import ContextComposerStrategy
 from .templates import (
     ARABIC_PLACEHOLDER,
@@ -163,7 +163,13 @@ class SmartContextComposer(ContextComposerStrategy):
         if self.cfg.include_metadata and sc.metadata:
             items = list(sc.metadata.items())[:_MAX_METADATA_ITEMS]
             suffix += "\n[" + " | ".join(f"{k}: {v}" for k, v in items) + "]"
-        return Piece(str(sc.doc_id or ""), str(source), prefix, sc.text.strip(), suffix)
+        text = sc.text.strip()
+        origin = origin_of(sc.metadata)
+        if origin is not None and origin[2] is not None:
+            # The span in the document is of the stripped text.
+            skipped = len(sc.text) - len(sc.text.lstrip())
+            origin = (origin[0], origin[1], origin[2] + skipped)
+        return Piece(str(sc.doc_id or ""), str(source), prefix, text, suffix, origin)
 
     def _group_by_source(self, chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:
         """Group chunks by source, best group (by its top score) first.

@@ -213,6 +213,13 @@ class Citation(msgspec.Struct, frozen=True):
     outside the span.  ``label`` is the citation marker the template printed before the
     text (``"[Source: handbook]"``, ``"--- [2] handbook ---"``), ``""`` for a template
     that prints none (``minimal``).
+
+    Where the chunk came from, when its metadata says so (chunks read by
+    ``zerda index`` and :mod:`zerda_async.readers` do): ``page`` (1-based, PDF),
+    ``section`` (the heading titles above it, joined by `` › ``), and
+    ``doc_start`` / ``doc_end``, the span of the cited text in the document's
+    extracted text (``document_text[doc_start:doc_end]`` is ``context[start:end]``,
+    the kept part when truncated).  ``None`` when unknown.
     """
 
     doc_id: str
@@ -221,6 +228,10 @@ class Citation(msgspec.Struct, frozen=True):
     start: int
     end: int
     truncated: bool = False
+    page: int | None = None
+    section: str | None = None
+    doc_start: int | None = None
+    doc_end: int | None = None
 
 
 class Composition(msgspec.Struct, frozen=True):

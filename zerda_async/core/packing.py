@@ -17,8 +17,11 @@ built the string instead of a search in it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import msgspec
 
 from .config import LengthCounter
 from .models import Citation
@@ -26,11 +29,56 @@ from .templates import ContextTemplate
 from .truncation import ELLIPSIS, longest_fitting_prefix, sentence_prefix
 from .validation import PACKING_MODES
 
-__all__ = ["PACKING_MODES", "Piece", "pack_documented", "pack_fit"]
+__all__ = ["PACKING_MODES", "Origin", "Piece", "origin_of", "pack_documented", "pack_fit"]
 
 """Values of ``composer.packing``."""
 
 Truncator = Callable[[str, int], str]
+Origin = tuple[int | None, str | None, int | None] | None
+"""A chunk's page, section and start offset in its document (see :func:`origin_of`)."""
+
+
+def origin_of(metadata: Any) -> Origin:
+    """``(page, section, doc_start)`` from a chunk's metadata, or None when it has none.
+
+    Read from the keys ``zerda index`` writes (``page``, ``section``,
+    ``doc_start``); values of another type are ignored rather than guessed.
+    """
+    if not isinstance(metadata, Mapping):
+        return None
+    page, section, start = (metadata.get(k) for k in ("page", "section", "doc_start"))
+    origin = (
+        page if isinstance(page, int) and not isinstance(page, bool) else None,
+        section if isinstance(section, str) and section else None,
+        start if isinstance(start, int) and not isinstance(start, bool) else None,
+    )
+    return None if origin == (None, None, None) else origin
+
+
+def _cite(piece: Piece, start: int, end: int, truncated: bool, doc_offset: int = 0) -> Citation:
+    """The citation of ``piece`` kept at ``context[start:end]``.
+
+    ``doc_offset`` is where the kept text starts inside the piece's text (a
+    clamp keeps a prefix, so it is 0 there).
+    """
+    page, section, doc_start = piece.origin or (None, None, None)
+    span = (
+        (None, None)
+        if doc_start is None
+        else (doc_start + doc_offset, doc_start + doc_offset + end - start)
+    )
+    return Citation(
+        doc_id=piece.doc_id,
+        source=piece.source,
+        label=piece.label,
+        start=start,
+        end=end,
+        truncated=truncated,
+        page=page,
+        section=section,
+        doc_start=span[0],
+        doc_end=span[1],
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +94,7 @@ class Piece:
     prefix: str
     text: str
     suffix: str
+    origin: Origin = None
 
     @property
     def formatted(self) -> str:
@@ -89,16 +138,7 @@ def _join(parts: Sequence[_Part], sep: str) -> tuple[str, list[Citation]]:
             start = pos + len(piece.prefix)
             end = start + max(0, part.text_len)
             if end > start:
-                citations.append(
-                    Citation(
-                        doc_id=piece.doc_id,
-                        source=piece.source,
-                        label=piece.label,
-                        start=start,
-                        end=end,
-                        truncated=part.text_len < len(piece.text),
-                    )
-                )
+                citations.append(_cite(piece, start, end, part.text_len < len(piece.text)))
         pos += len(part.string) + len(sep)
     return sep.join(p.string for p in parts), citations
 
@@ -110,7 +150,8 @@ def _clamp(citations: list[Citation], kept: int) -> list[Citation]:
         end = min(cit.end, kept)
         if end > cit.start:
             truncated = cit.truncated or end < cit.end
-            out.append(Citation(cit.doc_id, cit.source, cit.label, cit.start, end, truncated))
+            doc_end = None if cit.doc_start is None else cit.doc_start + end - cit.start
+            out.append(msgspec.structs.replace(cit, end=end, truncated=truncated, doc_end=doc_end))
     return out
 
 

@@ -138,11 +138,19 @@
     return el("span", { class: "block line", dir: "auto" }, text);
   }
 
+  // Where a citation comes from: "file, p. N, § Section" (page and section when known).
+  function citedPlace(cite) {
+    let place = String(cite.source);
+    if (Number.isInteger(cite.page)) place += `, p. ${cite.page}`;
+    if (cite.section) place += `, § ${cite.section}`;
+    return place;
+  }
+
   function citationItem(span) {
     const cite = span.cite;
     const item = el("li", { "data-doc-id": String(cite.doc_id) });
     const link = el("a", { href: `#cite-${span.n}`, class: "src" });
-    link.append(el("bdi", {}, String(cite.source)));
+    link.append(el("bdi", {}, citedPlace(cite)));
     const meta = el("span", { class: "meta" });
     if (cite.label) meta.append(el("bdi", {}, cite.label), " · ");
     meta.append(el("bdi", {}, String(cite.doc_id)), cite.truncated ? " · truncated" : "");
