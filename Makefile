@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench,server,stemming,integrations,stores,embed,fastembed]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench,server,stemming,documents,integrations,stores,embed,fastembed]'
 	touch $(STAMP)
 
 test: setup

@@ -158,7 +158,7 @@ def write_pdf(paragraphs: list[str], path: Path) -> None:
 
 def drawable(words: list[str]) -> list[str]:
     """The words DejaVu Sans has a glyph for every character of (the others are not drawn)."""
-    from fontTools.ttLib import TTFont
+    from fontTools.ttLib import TTFont  # type: ignore[import-untyped]
 
     cmap = TTFont(str(FONT)).getBestCmap()
     return [w for w in words if all(ord(ch) in cmap for ch in w)]

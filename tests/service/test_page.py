@@ -142,11 +142,11 @@ async def test_citations_are_highlighted_at_their_code_point_offsets() -> None:
 
 async def test_each_citation_names_its_file_page_and_section() -> None:
     context = "[1] Leave is 30 days.\n[2] Rabat is the capital.\n"
-    cited = [
+    cited: list[tuple[str, dict[str, Any]]] = [
         ("Leave is 30 days.", {"source": "handbook.docx", "section": "HR › Leave"}),
         ("Rabat is the capital.", {"source": "atlas.pdf", "page": 2}),
     ]
-    citations = []
+    citations: list[dict[str, Any]] = []
     for i, (text, origin) in enumerate(cited):
         start = context.index(text)
         citations.append(

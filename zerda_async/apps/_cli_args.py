@@ -151,12 +151,13 @@ def _add_index(commands: Any) -> None:
     """``zerda index``: what to read, where the index goes, how it is built."""
     p = commands.add_parser(
         "index",
-        help="read text files or folders, chunk, embed and save an index",
+        help="read files or folders (PDF, Word, HTML, Markdown, text) into an index",
         description="Read files (or folders of them), split them into chunks, index them "
         "with the profile's analyser (and embedder) and save the index into DIR. A file named "
         "here is read whatever its extension; folders are searched for "
-        f"{', '.join(sorted(SUFFIXES))} files. Unreadable and non-UTF-8 files are reported by "
-        "name and skipped.",
+        f"{', '.join(sorted(SUFFIXES))} files (PDF text per page, Word headings and tables, "
+        "the main content of HTML pages). Files that cannot be read (encrypted or scanned "
+        "PDFs, corrupt .docx, non-UTF-8 text) are reported by name and skipped.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to read")
     where = p.add_mutually_exclusive_group(required=True)
@@ -183,6 +184,11 @@ def _add_index(commands: Any) -> None:
         action="store_true",
         help="in folders, read every file (not only the text extensions); non-UTF-8 files "
         "are reported and skipped",
+    )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress line while reading (there is none in a pipe either)",
     )
     _add_hnsw_flags(p)
     p.add_argument("--quiet", action="store_true", help="no progress line (drawn on a terminal)")

@@ -26,6 +26,7 @@ from zerda_async.apps._profiles import (
     choose_embedder,
     profile_config,
 )
+from zerda_async.apps._progress import Progress
 from zerda_async.apps._saved_index import (
     MANIFEST_NAME,
     PYTHON_SAVED,
@@ -220,14 +221,24 @@ def check_profile(args: argparse.Namespace, index_dir: str) -> IndexManifest:
 def _read_report(args: argparse.Namespace, chunk_size: int) -> Any:
     """Read and chunk the paths, reporting what was skipped, ignored or too short."""
     check_chunk_size(chunk_size)
+    quiet = bool(getattr(args, "quiet", False))
+
+    def progress(total: int) -> Progress:
+        return Progress(total, sys.stderr, label="reading", unit="files", quiet=quiet)
+
     try:
         report = read_paths(
-            args.paths, max_chars=chunk_size, all_files=args.all_files, min_chars=MIN_CHUNK
+            args.paths,
+            max_chars=chunk_size,
+            all_files=args.all_files,
+            min_chars=MIN_CHUNK,
+            progress=progress,
         )
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     for skipped in report.skipped:
         err(f"{PROG}: skipped {skipped.path}: {skipped.reason}")
+    print(report.describe_kinds())
     if report.ignored:
         kinds = ", ".join(sorted(SUFFIXES))
         err(

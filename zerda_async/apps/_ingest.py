@@ -42,9 +42,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -62,6 +62,7 @@ __all__ = [
     "SUFFIXES",
     "TEXT_SUFFIXES",
     "Chunk",
+    "FileProgress",
     "IngestReport",
     "KindCount",
     "Skipped",
@@ -85,6 +86,16 @@ _SENTENCE_END = re.compile(r"(?<=[.!?؟。])\s+")
 _HEADING = re.compile(r"^#{1,6}\s")
 _ARABIC = re.compile(r"[\u0600-\u06FF]")
 _LETTER = re.compile(r"[^\W\d_]")
+
+
+class FileProgress(Protocol):
+    """What counts the files :func:`read_paths` reads (``apps._progress.Progress`` does)."""
+
+    def advance(self, n: int = 1, current: str = "") -> None:
+        """``n`` more files read; ``current`` is the last one's label."""
+
+    def close(self) -> None:
+        """Reading is over."""
 
 
 class Chunk(msgspec.Struct):
@@ -122,6 +133,18 @@ class IngestReport(msgspec.Struct):
     kinds: dict[str, KindCount] = msgspec.field(default_factory=dict)
     """Files read and skipped, by kind (``"pdf"``, ``"docx"``, ``"html"``, ``"markdown"``,
     ``"text"``, ``"jsonl"``)."""
+
+    def describe_kinds(self) -> str:
+        """``read 4 files: 1 pdf, 1 docx, 2 text; skipped 1: 1 pdf`` (kinds by name)."""
+        read = [(k, c.read) for k, c in sorted(self.kinds.items()) if c.read]
+        skipped = [(k, c.skipped) for k, c in sorted(self.kinds.items()) if c.skipped]
+        line = f"read {sum(n for _, n in read)} file(s)"
+        if read:
+            line += ": " + ", ".join(f"{n} {k}" for k, n in read)
+        if skipped:
+            line += f"; skipped {sum(n for _, n in skipped)}: "
+            line += ", ".join(f"{n} {k}" for k, n in skipped)
+        return line
 
     def count(self, kind: str, *, read: bool) -> None:
         """Count one file of ``kind`` as read or skipped."""
@@ -305,33 +328,19 @@ def _read_file(path: Path, label: str, max_chars: int, report: IngestReport) -> 
     report.chunks.extend(document_chunks(document, label, max_chars))
 
 
-def read_paths(
-    paths: Iterable[str | os.PathLike[str]],
-    max_chars: int = 800,
-    *,
-    all_files: bool = False,
-    min_chars: int = 0,
-) -> IngestReport:
-    """Read every file named in ``paths`` and the supported files of every folder (recursively).
-
-    A file named explicitly is read whatever its extension (``.jsonl`` as
-    JSON Lines, the kinds of :data:`zerda_async.readers.READERS` by their
-    readers, anything else as plain text);
-    inside folders only :data:`SUFFIXES` are read, or every file with
-    ``all_files=True``.  Raises :class:`FileNotFoundError` when a path does
-    not exist.  Chunks shorter than ``min_chars`` are kept and counted in
-    :attr:`IngestReport.short`.
-    """
-    if max_chars < 1:
-        raise ValueError(f"max_chars must be positive, got {max_chars}")
-    report = IngestReport()
+def _files_to_read(
+    paths: Iterable[str | os.PathLike[str]], all_files: bool
+) -> tuple[list[tuple[Path, str]], int]:
+    """(path, label) of every file to read, once each, and the count of files ignored."""
+    found: list[tuple[Path, str]] = []
     seen: set[Path] = set()
+    ignored = 0
 
-    def read_once(path: Path, label: str) -> None:
+    def add(path: Path, label: str) -> None:
         key = path.resolve()
         if key not in seen:
             seen.add(key)
-            _read_file(path, label, max_chars, report)
+            found.append((path, label))
 
     for given in paths:
         root = Path(given)
@@ -341,10 +350,46 @@ def read_paths(
             prefix = root.resolve().name
             for path in _walk(root):
                 if all_files or path.suffix.lower() in SUFFIXES:
-                    read_once(path, f"{prefix}/{path.relative_to(root).as_posix()}")
+                    add(path, f"{prefix}/{path.relative_to(root).as_posix()}")
                 else:
-                    report.ignored += 1
+                    ignored += 1
         else:
-            read_once(root, root.name)
+            add(root, root.name)
+    return found, ignored
+
+
+def read_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    max_chars: int = 800,
+    *,
+    all_files: bool = False,
+    min_chars: int = 0,
+    progress: Callable[[int], FileProgress] | None = None,
+) -> IngestReport:
+    """Read every file named in ``paths`` and the supported files of every folder (recursively).
+
+    A file named explicitly is read whatever its extension (``.jsonl`` as
+    JSON Lines, the kinds of :data:`zerda_async.readers.READERS` by their
+    readers, anything else as plain text);
+    inside folders only :data:`SUFFIXES` are read, or every file with
+    ``all_files=True``.  Raises :class:`FileNotFoundError` when a path does
+    not exist.  Chunks shorter than ``min_chars`` are kept and counted in
+    :attr:`IngestReport.short`.  ``progress(total)``, when given, is called
+    once with the number of files to read and returns what counts them
+    (``advance(1, label)`` after each file, ``close()`` at the end).
+    """
+    if max_chars < 1:
+        raise ValueError(f"max_chars must be positive, got {max_chars}")
+    files, ignored = _files_to_read(paths, all_files)
+    report = IngestReport(ignored=ignored)
+    counter = None if progress is None else progress(len(files))
+    try:
+        for path, label in files:
+            _read_file(path, label, max_chars, report)
+            if counter is not None:
+                counter.advance(1, label)
+    finally:
+        if counter is not None:
+            counter.close()
     report.short = sum(1 for chunk in report.chunks if len(chunk.text) < min_chars)
     return report
