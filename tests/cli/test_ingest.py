@@ -71,12 +71,26 @@ def test_read_paths_reports_every_unusable_file(tmp_path: Path) -> None:
         "docs/arabic.md#0",
     }
     assert by_id["bm25"].metadata == {"source": "search-notes", "topic": "search", "lang": "en"}
-    assert by_id["docs/arabic.md#0"].metadata == {
+    arabic = by_id["docs/arabic.md#0"]
+    assert arabic.metadata == {
         "source": "docs/arabic.md",
         "path": "docs/arabic.md",
         "chunk": 0,
         "lang": "ar",
+        "kind": "markdown",
+        "title": "التعلم الآلي",
+        "section": "التعلم الآلي",
+        "doc_start": 0,
+        "doc_end": len(arabic.text),
     }
+    assert {k: (c.read, c.skipped) for k, c in report.kinds.items()} == {
+        "text": (1, 3),
+        "markdown": (2, 0),
+        "jsonl": (1, 0),
+    }
+    assert report.describe_kinds() == (
+        "read 4 file(s): 1 jsonl, 2 markdown, 1 text; skipped 3: 3 text"
+    )
     assert by_id["docs/guides/coffee.md#1"].text.startswith("# Espresso")
 
 

@@ -47,11 +47,12 @@ def test_folders_read_rst_and_html_and_named_files_any_extension(tmp_path: Path)
     report = read_paths([docs])
     assert {Path(f).name for f in report.files} == {"guide.rst", "page.html"}
     assert report.ignored == 2
-    html_chunks = [c.text for c in report.chunks if c.metadata["path"] == "docs/page.html"]
-    # Each heading starts a chunk, as in Markdown.
-    assert html_chunks[1].startswith("# Arabic coffee") and "cardamom" in html_chunks[1]
-    assert html_chunks[2].startswith("## Dates")
-    assert not any("<" in text for text in html_chunks)
+    html_chunks = [c for c in report.chunks if c.metadata["path"] == "docs/page.html"]
+    # Each heading starts a chunk and names its section; the navigation is left out.
+    assert [c.text.split("\n")[0] for c in html_chunks] == ["Arabic coffee", "Dates"]
+    assert "cardamom" in html_chunks[0].text and "Home" not in html_chunks[0].text
+    assert html_chunks[1].metadata["section"] == "Arabic coffee › Dates"
+    assert not any("<" in c.text for c in html_chunks)
     named = read_paths([docs / "LICENSE", docs / "blob.bin"])
     assert [c.text for c in named.chunks] == ["Permission is granted to use this software freely."]
     assert [(Path(s.path).name, s.reason) for s in named.skipped] == [

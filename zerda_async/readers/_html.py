@@ -11,8 +11,9 @@ Its XML output keeps the structure: ``<head rend="hN">`` headings start
 sections, paragraphs, list items (one ``- item`` line each), tables (a row
 per line, cells separated by `` | ``), quotes and code blocks become blocks.
 
-A page too small for trafilatura to call anything main content (a few words)
-falls back to :func:`stripped_blocks`: the page's text without its ``<nav>``,
+A page too small for trafilatura to judge (under :data:`SMALL_PAGE` characters of
+main content found, where it may keep a bold word and drop its paragraph) falls
+back to :func:`stripped_blocks` when that finds more: the page's text without its ``<nav>``,
 ``<header>``, ``<footer>``, ``<aside>``, scripts and styles (``selectolax``).
 """
 
@@ -26,6 +27,9 @@ from ._document import Document, UnreadableDocument
 
 __all__ = ["html_document", "stripped_blocks"]
 
+SMALL_PAGE = 250
+"""Main content shorter than this (trafilatura's own minimum) is checked against the
+tag-stripped text of the page."""
 _BLOCKS = frozenset({"p", "quote", "code", "lb"})
 _CHROME = "nav, header, footer, aside, script, style, noscript, template, form, iframe, svg"
 _LINE_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
@@ -125,8 +129,10 @@ def html_document(html: str, source: str) -> Document:
     out = TextBuilder()
     if body is not None:
         _walk(body, out)
-    if not out.text.strip():
-        for block, level in stripped_blocks(html):
+    blocks = stripped_blocks(html) if len(out.text) < SMALL_PAGE else []
+    if sum(len(b) for b, _ in blocks) > len(out.text):
+        out = TextBuilder()
+        for block, level in blocks:
             if level is None:
                 out.paragraph(block)
             else:
