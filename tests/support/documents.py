@@ -106,7 +106,7 @@ FOOTER = "Copyright 2026 Example Travel Ltd. All rights reserved."
 
 
 def web_page(title: str, sections: Sequence[tuple[str, Sequence[str]]]) -> str:
-    """An HTML page: navigation, a sidebar and a footer around ``sections`` (heading, paragraphs)."""
+    """An HTML page: navigation, sidebar and footer around ``sections`` (heading, paragraphs)."""
     nav = "".join(f'<li><a href="/{i}">{text}</a></li>' for i, text in enumerate(NAV))
     body = "".join(
         f"<h2>{heading}</h2>" + "".join(f"<p>{p}</p>" for p in paragraphs)

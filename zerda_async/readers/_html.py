@@ -12,9 +12,10 @@ sections, paragraphs, list items (one ``- item`` line each), tables (a row
 per line, cells separated by `` | ``), quotes and code blocks become blocks.
 
 A page too small for trafilatura to judge (under :data:`SMALL_PAGE` characters of
-main content found, where it may keep a bold word and drop its paragraph) falls
-back to :func:`stripped_blocks` when that finds more: the page's text without its ``<nav>``,
-``<header>``, ``<footer>``, ``<aside>``, scripts and styles (``selectolax``).
+main content found: there it may keep a bold word and drop its paragraph, or run
+the navigation into the text) is read by :func:`stripped_blocks` instead: the
+page's text without its ``<nav>``, ``<header>``, ``<footer>``, ``<aside>``,
+scripts and styles (``selectolax``).
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ from ._document import Document, UnreadableDocument
 __all__ = ["html_document", "stripped_blocks"]
 
 SMALL_PAGE = 250
-"""Main content shorter than this (trafilatura's own minimum) is checked against the
-tag-stripped text of the page."""
+"""Main content shorter than this (trafilatura's own minimum) is read by tag rules."""
 _BLOCKS = frozenset({"p", "quote", "code", "lb"})
 _CHROME = "nav, header, footer, aside, script, style, noscript, template, form, iframe, svg"
 _LINE_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
@@ -130,7 +130,7 @@ def html_document(html: str, source: str) -> Document:
     if body is not None:
         _walk(body, out)
     blocks = stripped_blocks(html) if len(out.text) < SMALL_PAGE else []
-    if sum(len(b) for b, _ in blocks) > len(out.text):
+    if blocks:
         out = TextBuilder()
         for block, level in blocks:
             if level is None:
