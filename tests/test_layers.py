@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS: list[tuple[str, ...]] = [
     ("zerda_async.errors",),
-    ("zerda_async.core", "zerda_async.runtime"),
+    ("zerda_async.core", "zerda_async.runtime", "zerda_async.readers"),
     ("zerda_async.embedders", "zerda_async.counters"),
     ("zerda_async.stores",),
     ("zerda_async.pipeline",),

@@ -82,6 +82,7 @@ def test_read_paths_reports_every_unusable_file(tmp_path: Path) -> None:
         "section": "التعلم الآلي",
         "doc_start": 0,
         "doc_end": len(arabic.text),
+        "search_heading": "التعلم الآلي",
     }
     assert {k: (c.read, c.skipped) for k, c in report.kinds.items()} == {
         "text": (1, 3),

@@ -9,7 +9,9 @@ Lines is read by :mod:`zerda_async.readers` (PDF text per page, the main
 content of an HTML page, headings of Markdown, Word and HTML) and cut by its
 span chunker: each chunk is a verbatim slice of the document's text, and its
 metadata says where it came from (``page``, ``section``, ``doc_start`` /
-``doc_end``, the document's ``title`` and ``kind``).
+``doc_end``, the document's ``title`` and ``kind``).  The title and section
+path are also the chunk's ``search_heading``, which BM25 indexes with its text
+(measured by ``bench/bench_headings.py``).
 
 This is the reading half of ``zerda index``; it does no embedding and no
 indexing.  Every file that cannot be used is *reported* — by path, with the
@@ -48,6 +50,8 @@ from typing import Any, Protocol
 
 import msgspec
 
+from zerda_async.apps._split import split_text
+from zerda_async.core.index.chunks import SEARCH_HEADING
 from zerda_async.readers import (
     READERS,
     Document,
@@ -69,6 +73,7 @@ __all__ = [
     "detect_language",
     "document_chunks",
     "read_paths",
+    "search_heading",
     "split_text",
 ]
 
@@ -81,9 +86,6 @@ SUFFIXES = frozenset().union(*(r.suffixes for r in READERS)) | TEXT_SUFFIXES | {
 
 SECTION_SEPARATOR = " › "
 """Joins a chunk's section path (heading titles, outermost first) in its metadata."""
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
-_SENTENCE_END = re.compile(r"(?<=[.!?؟。])\s+")
-_HEADING = re.compile(r"^#{1,6}\s")
 _ARABIC = re.compile(r"[\u0600-\u06FF]")
 _LETTER = re.compile(r"[^\W\d_]")
 
@@ -164,63 +166,6 @@ def detect_language(text: str) -> str:
     return "ar" if arabic / len(letters) >= 0.3 else "en"
 
 
-def _hard_split(text: str, max_chars: int) -> Iterator[str]:
-    """Cut ``text`` at the last space before ``max_chars`` (mid-word only when there is none)."""
-    while len(text) > max_chars:
-        cut = text.rfind(" ", 0, max_chars + 1)
-        if cut <= 0:
-            cut = max_chars
-        yield text[:cut].strip()
-        text = text[cut:].strip()
-    if text:
-        yield text
-
-
-def _pieces(paragraph: str, max_chars: int) -> Iterator[str]:
-    """A paragraph as pieces of at most ``max_chars``: whole sentences, cut at spaces if needed."""
-    if len(paragraph) <= max_chars:
-        yield paragraph
-        return
-    current = ""
-    for sentence in _SENTENCE_END.split(paragraph):
-        for piece in _hard_split(sentence.strip(), max_chars):
-            if current and len(current) + 1 + len(piece) <= max_chars:
-                current = f"{current} {piece}"
-            else:
-                if current:
-                    yield current
-                current = piece
-    if current:
-        yield current
-
-
-def split_text(text: str, max_chars: int = 800) -> list[str]:
-    """Split ``text`` into chunks of at most ``max_chars`` characters (see module notes)."""
-    if max_chars < 1:
-        raise ValueError(f"max_chars must be positive, got {max_chars}")
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    chunks: list[str] = []
-    current = ""
-    for raw in _PARAGRAPH_BREAK.split(text):
-        paragraph = raw.strip()
-        if not paragraph:
-            continue
-        if _HEADING.match(paragraph) and current:
-            chunks.append(current)
-            current = ""
-        for piece in _pieces(paragraph, max_chars):
-            if not current:
-                current = piece
-            elif len(current) + 2 + len(piece) <= max_chars:
-                current = f"{current}\n\n{piece}"
-            else:
-                chunks.append(current)
-                current = piece
-    if current:
-        chunks.append(current)
-    return chunks
-
-
 def _walk(root: Path) -> Iterator[Path]:
     """Files under ``root``, sorted, skipping hidden files and folders."""
     for dirpath, dirnames, filenames in os.walk(root):
@@ -268,6 +213,13 @@ def _jsonl_record(record: Any, label: str, line_no: int, max_chars: int) -> list
     ]
 
 
+def search_heading(title: str, section: tuple[str, ...]) -> str:
+    """The document title and section path, for keyword search (the title once)."""
+    parts = [title] if title else []
+    parts += [s for s in section if not parts or s != parts[0]]
+    return SECTION_SEPARATOR.join(parts)
+
+
 def document_chunks(document: Document, label: str, max_chars: int) -> list[Chunk]:
     """The chunks of ``document`` (read from ``label``) with their origin in the metadata."""
     chunks = []
@@ -286,6 +238,9 @@ def document_chunks(document: Document, label: str, max_chars: int) -> list[Chun
         if piece.section:
             metadata["section"] = SECTION_SEPARATOR.join(piece.section)
         metadata["doc_start"], metadata["doc_end"] = piece.start, piece.end
+        heading = search_heading(document.title, piece.section)
+        if heading:
+            metadata[SEARCH_HEADING] = heading
         chunks.append(Chunk(doc_id=f"{label}#{i}", text=piece.text, metadata=metadata))
     return chunks
 

@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 
 from ..core.index import unit_rows
 from ..core.index.analysis import analyzer_for
-from ..core.index.chunks import chunk_doc_id, chunk_metadata, chunk_text
+from ..core.index.chunks import chunk_doc_id, chunk_metadata, chunk_text, keyword_text
 from ._pg_blocks import add_postings, delete_postings
 
 __all__ = [
@@ -67,7 +67,8 @@ def prepare(chunks: Sequence[Any], vectors: ArrayLike | None, analyzer: str) -> 
         doc_ids.append(str(doc_id))
         texts.append(text)
         metas.append(dict(chunk_metadata(chunk)))
-        counts.append(Counter(tokenize(text)))
+        searched = keyword_text(chunk)
+        counts.append(Counter(tokenize(searched if isinstance(searched, str) else text)))
     rows = None
     if vectors is not None:
         raw = np.asarray(vectors, dtype=np.float64).reshape(len(doc_ids), -1)

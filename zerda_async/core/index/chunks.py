@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["chunk_doc_id", "chunk_metadata", "chunk_text"]
+__all__ = ["SEARCH_HEADING", "chunk_doc_id", "chunk_metadata", "chunk_text", "keyword_text"]
+
+SEARCH_HEADING = "search_heading"
+"""The metadata key of a chunk's heading for keyword search (see :func:`keyword_text`)."""
 
 
 def chunk_text(chunk: Any) -> Any:
@@ -26,3 +29,20 @@ def chunk_doc_id(chunk: Any) -> Any:
     if value:
         return value
     return getattr(chunk, "id", "")
+
+
+def keyword_text(chunk: Any) -> Any:
+    """What the BM25 index reads of ``chunk``: its heading for search, then its text.
+
+    ``zerda index`` puts the document's title and the chunk's section path in
+    ``metadata["search_heading"]``, so a chunk deep in a long document still
+    matches the words of what it is about; the chunk's text (what contexts
+    and citations show) is unchanged.  Without that key (every chunk not read
+    by ``zerda index``) this is :func:`chunk_text` exactly.
+    """
+    text = chunk_text(chunk)
+    metadata = chunk_metadata(chunk)
+    heading = metadata.get(SEARCH_HEADING) if isinstance(metadata, dict) else None
+    if isinstance(heading, str) and heading and isinstance(text, str):
+        return f"{heading}\n{text}"
+    return text

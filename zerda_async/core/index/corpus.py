@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .analysis import DOCUMENTED
-from .chunks import chunk_doc_id, chunk_metadata, chunk_text
+from .chunks import chunk_doc_id, chunk_metadata, keyword_text
 from .keyword_index import KeywordIndex
 from .metadata_index import MetadataIndex
 from .vector_index import Matrix, VectorIndex
@@ -71,7 +71,7 @@ class CorpusIndex:
         items = tuple(chunks)
         _check_rows(rows, len(items))
         keyword = KeywordIndex.build(
-            [chunk_text(c) for c in items], progress=progress, analyzer=analyzer
+            [keyword_text(c) for c in items], progress=progress, analyzer=analyzer
         )
         vectors = None if rows is None else VectorIndex.from_unit_rows(rows, _dtype(rows))
         return cls.restore(items, keyword, vectors, version)
@@ -136,7 +136,7 @@ class CorpusIndex:
         if (rows is None) != (self.vectors is None):
             raise ValueError("rows must be given exactly when the index holds vectors")
         _check_rows(rows, len(items))
-        keyword = self.keyword.appended([chunk_text(c) for c in items])
+        keyword = self.keyword.appended([keyword_text(c) for c in items])
         metadata = self.metadata.appended([chunk_metadata(c) for c in items])
         vectors = self.vectors
         if vectors is not None and rows is not None:

@@ -14,10 +14,11 @@ from typing import Any
 from ..config import ContextEngineConfig
 from ..filter_language import Condition
 from ..index.analysis import TermMemo
+from ..index.chunks import keyword_text
 from ..index.keyword_index import BM25_B, BM25_K1, KeywordIndex
 from ..models import RetrievalMethod, ScoredChunk
 from ._base import IndexedRetriever
-from ._common import chunk_text, stable_top
+from ._common import stable_top
 from .coverage import annotate_coverage
 
 __all__ = ["BM25_B", "BM25_K1", "KeywordRetriever"]
@@ -43,7 +44,7 @@ class KeywordRetriever(IndexedRetriever[KeywordIndex]):
         super().__init__(config, chunks)
 
     def _build(self, items: Sequence[Any]) -> KeywordIndex:
-        return KeywordIndex.build([chunk_text(c) for c in items], analyzer=self.cfg.text_analyzer)
+        return KeywordIndex.build([keyword_text(c) for c in items], analyzer=self.cfg.text_analyzer)
 
     def retrieve(
         self, query: str, top_k: int, *, where: tuple[Condition, ...] = ()

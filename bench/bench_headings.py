@@ -1,0 +1,181 @@
+"""Does a chunk's document title (and section path) help keyword retrieval find it?
+
+``zerda index`` cuts files with the readers' span chunker and gives BM25 each
+chunk's ``search_heading`` (the document title and section path) besides its
+text.  Measured here on the public sets of ``../shared/quality-data``, with
+the recommended profile, keyword only, on the same questions as
+``bench_quality.py`` (500 per set, its seed):
+
+* ``split_text`` — the chunker ``bench_quality.py`` and JSON Lines use (its
+  figures are the documented ones);
+* the readers' chunker (chunks are slices of the text), no heading;
+* the readers' chunker with the title as ``search_heading``: ARCD's article
+  titles, and COVID-QA's first line (each article's title).
+
+Neither set marks sections, so the section half of the heading is not
+measured here.  Metrics as in ``bench_quality.py``: recall@5, recall@20 and
+MRR@20 of retrieve 20 → filter → rank; answer in the default context and in a
+4,000-character one (``run()``, cache off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (
+    BenchChunk,
+    command_line,
+    describe_load,
+    describe_machine,
+    format_table,
+    quality_data_dir,
+    write_summary,
+)
+from bench_quality import (
+    WIDE_BUDGET,
+    Corpus,
+    Question,
+    context_metrics,
+    engine_ranker,
+    load_set,
+    make_engine,
+    ranking_metrics,
+    subsample,
+)
+
+from zerda_async import ContextEngineConfig
+from zerda_async.core.index.chunks import SEARCH_HEADING
+from zerda_async.readers import Document, chunk_document
+
+TitleOf = Callable[[dict[str, Any], str], str]
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def load_documents(
+    path: Path, lang: str, chunk_size: int, title_of: TitleOf, heading: bool
+) -> Corpus:
+    """Chunks of the readers' chunker (with the title as search heading when ``heading``)."""
+    corpus = Corpus(lang)
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)["data"]
+    for a, article in enumerate(data):
+        for p, paragraph in enumerate(article["paragraphs"]):
+            context = paragraph["context"]
+            title = title_of(article, context)
+            document = Document(source=f"{lang}-{a}", kind="text", text=context, title=title)
+            chunks = chunk_document(document, chunk_size)
+            ids = [f"{lang}-{a}-{p}-{i}" for i in range(len(chunks))]
+            for doc_id, chunk in zip(ids, chunks, strict=True):
+                meta: dict[str, Any] = {"source": f"{lang}-{a}", "lang": lang}
+                if heading and title:
+                    meta[SEARCH_HEADING] = title
+                corpus.chunks.append(BenchChunk(doc_id=doc_id, text=chunk.text, metadata=meta))
+            squashed = [_squash(c.text) for c in chunks]
+            for qa in paragraph["qas"]:
+                answers = [ans["text"] for ans in qa["answers"] if ans["text"].strip()]
+                if not answers:
+                    continue
+                relevant = {
+                    ids[i] for i, t in enumerate(squashed) if any(_squash(x) in t for x in answers)
+                }
+                if not relevant and chunks:
+                    at = qa["answers"][0]["answer_start"]
+                    holder = max((i for i, c in enumerate(chunks) if c.start <= at), default=0)
+                    relevant = {ids[holder]}
+                corpus.questions.append(Question(qa["question"], answers, relevant))
+    return corpus
+
+
+SETS: list[tuple[str, str, str, TitleOf]] = [
+    ("Arabic (ARCD)", "arcd-train.json.gz", "ar", lambda article, _: str(article.get("title", ""))),
+    (
+        "English (COVID-QA)",
+        "covid-qa.json.gz",
+        "en",
+        lambda _, context: context.split("\n", 1)[0].strip(),
+    ),
+]
+
+
+def measure(data: Path, chunk_size: int, count: int) -> list[list[str]]:
+    """One row per set and chunking."""
+    rows = []
+    for name, file, lang, title_of in SETS:
+        variants = [
+            ("split_text (bench_quality's)", load_set(data / file, name, lang, chunk_size)),
+            ("readers' chunker", load_documents(data / file, lang, chunk_size, title_of, False)),
+            (
+                "readers' chunker + title as search heading",
+                load_documents(data / file, lang, chunk_size, title_of, True),
+            ),
+        ]
+        for label, corpus in variants:
+            started = time.perf_counter()
+            questions = subsample(corpus.questions, count)
+            engine = make_engine(ContextEngineConfig.recommended(), corpus.chunks, None)
+            r5, r20, mrr = ranking_metrics(engine_ranker(engine), questions)
+            fig = context_metrics(engine, questions, [])
+            rows.append(
+                [
+                    name,
+                    label,
+                    f"{len(corpus.chunks):,}",
+                    f"{r5:.1%}",
+                    f"{r20:.1%}",
+                    f"{mrr:.3f}",
+                    f"{fig.default:.1%}",
+                    f"{fig.wide:.1%}",
+                    f"{time.perf_counter() - started:.0f} s",
+                ]
+            )
+            print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=quality_data_dir())
+    parser.add_argument("--chunk-size", type=int, default=400)
+    parser.add_argument("--questions", type=int, default=500)
+    args = parser.parse_args()
+    headers = [
+        "set",
+        "chunking",
+        "chunks",
+        "recall@5",
+        "recall@20",
+        "MRR@20",
+        "answer in default ctx",
+        f"answer in {WIDE_BUDGET:,}-char ctx",
+        "time",
+    ]
+    text = [
+        "# Title as search heading (bench/bench_headings.py)",
+        "",
+        f"Machine: {describe_machine()}",
+        f"Load: {describe_load()}",
+        f"Command: {command_line()}",
+        f"Method: recommended profile, keyword only, chunks of at most {args.chunk_size}"
+        f" characters, {args.questions} questions per set (bench_quality's seed).",
+        "",
+        format_table(headers, measure(args.data, args.chunk_size, args.questions)),
+    ]
+    out = "\n".join(text) + "\n"
+    print(out)
+    print(f"written to {write_summary('headings', out)}")
+
+
+if __name__ == "__main__":
+    main()
