@@ -238,7 +238,7 @@ def _read_report(args: argparse.Namespace, chunk_size: int) -> Any:
         raise UsageError(str(exc)) from None
     for skipped in report.skipped:
         err(f"{PROG}: skipped {skipped.path}: {skipped.reason}")
-    print(report.describe_kinds())
+    err(f"{PROG}: {report.describe_kinds()}")
     if report.ignored:
         kinds = ", ".join(sorted(SUFFIXES))
         err(

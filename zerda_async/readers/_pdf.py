@@ -56,7 +56,7 @@ def _open(path: Path) -> Any:
 def _title(reader: Any) -> str:
     try:
         info = reader.metadata
-    except Exception:
+    except Exception:  # a broken info dictionary loses the title, not the text
         return ""
     title = getattr(info, "title", None) if info is not None else None
     return str(title).strip() if title else ""
@@ -78,7 +78,7 @@ def read_pdf(path: Path) -> Document:
             at += len(text) + len(PAGE_SEPARATOR)
     except UnreadableDocument:
         raise
-    except Exception as exc:
+    except Exception as exc:  # whatever pypdf trips on in a page, the file is named
         raise UnreadableDocument(f"not a readable PDF ({type(exc).__name__}: {exc})") from None
     text = PAGE_SEPARATOR.join(parts)
     if not text.strip():
