@@ -205,7 +205,7 @@ class ScoredChunk(msgspec.Struct):
         }
 
 
-class Citation(msgspec.Struct, frozen=True):
+class Citation(msgspec.Struct, frozen=True, omit_defaults=True):
     """Where one chunk's text sits in a composed context.
 
     ``context[start:end]`` is the chunk's (stripped) text exactly as printed, or the
@@ -219,7 +219,9 @@ class Citation(msgspec.Struct, frozen=True):
     ``section`` (the heading titles above it, joined by `` › ``), and
     ``doc_start`` / ``doc_end``, the span of the cited text in the document's
     extracted text (``document_text[doc_start:doc_end]`` is ``context[start:end]``,
-    the kept part when truncated).  ``None`` when unknown.
+    the kept part when truncated).  ``None`` when unknown, and then left out of
+    the JSON form, so a citation of any other chunk encodes as it always did:
+    ``{doc_id, source, label, start, end, truncated}``.
     """
 
     doc_id: str
@@ -227,7 +229,7 @@ class Citation(msgspec.Struct, frozen=True):
     label: str
     start: int
     end: int
-    truncated: bool = False
+    truncated: bool  # required, so that omit_defaults never leaves it out
     page: int | None = None
     section: str | None = None
     doc_start: int | None = None
