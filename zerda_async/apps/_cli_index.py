@@ -93,6 +93,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"indexed {len(report.chunks)} chunks from {len(report.files)} file(s) into {out} "
         f"in {elapsed:.2f} s ({len(report.skipped)} skipped)"
     )
+    print(report.describe_kinds())
     if embedding is not None:
         print(embedding.summary())
     print(f"{describe_embedder(manifest)}; chunks of at most {chunk_size} characters")
@@ -238,7 +239,6 @@ def _read_report(args: argparse.Namespace, chunk_size: int) -> Any:
         raise UsageError(str(exc)) from None
     for skipped in report.skipped:
         err(f"{PROG}: skipped {skipped.path}: {skipped.reason}")
-    err(f"{PROG}: {report.describe_kinds()}")
     if report.ignored:
         kinds = ", ".join(sorted(SUFFIXES))
         err(
@@ -313,6 +313,7 @@ def _index_into_store(args: argparse.Namespace) -> int:
         f"indexed {len(report.chunks)} chunks from {len(report.files)} file(s) into the index "
         f"store (corpus version {version}) in {elapsed:.2f} s ({len(report.skipped)} skipped)"
     )
+    print(report.describe_kinds())
     print(mine.describe())
     if hnsw_seconds is not None:
         print(
