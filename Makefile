@@ -45,6 +45,8 @@ bench: setup
 	$(BIN)/python bench/bench_replica_soak.py
 	$(BIN)/python bench/bench_stage_cost.py
 	$(BIN)/python bench/bench_loop_stall.py
+	$(BIN)/python bench/bench_readers.py
+	$(BIN)/python bench/bench_headings.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
