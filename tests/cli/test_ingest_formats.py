@@ -11,7 +11,6 @@ import anyio
 import pytest
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig
-from zerda_async.apps._html import html_to_text
 from zerda_async.apps._ingest import SUFFIXES, read_paths
 
 from .conftest import run_zerda
@@ -26,15 +25,6 @@ PAGE = """<!doctype html><html><head><title>Coffee &amp; dates</title>
 and served in small cups.</p><ul><li>first pour</li><li>second pour</li></ul>
 <!-- a comment --><h2>Dates</h2><p>Date palms grow along the Nile.<br>They need water.</p>
 </body></html>"""
-
-
-def test_html_text_keeps_headings_and_paragraphs_and_drops_scripts() -> None:
-    text = html_to_text(PAGE)
-    assert "hidden script text" not in text and "color" not in text and "comment" not in text
-    assert text.startswith("# Coffee & dates")
-    assert "\n\n# Arabic coffee\n\nArabic coffee is brewed with cardamom, and served" in text
-    assert "- first pour\n- second pour" in text
-    assert "## Dates\n\nDate palms grow along the Nile.\nThey need water." in text
 
 
 def test_folders_read_rst_and_html_and_named_files_any_extension(tmp_path: Path) -> None:

@@ -185,11 +185,7 @@ def _add_index(commands: Any) -> None:
         help="in folders, read every file (not only the text extensions); non-UTF-8 files "
         "are reported and skipped",
     )
-    p.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no progress line while reading (there is none in a pipe either)",
-    )
+    p.add_argument("--quiet", action="store_true", help="no progress line while reading files")
     _add_hnsw_flags(p)
     p.add_argument("--quiet", action="store_true", help="no progress line (drawn on a terminal)")
     p.add_argument(

@@ -14,6 +14,7 @@ Readers block (file I/O, parsing): call them from a worker thread in async code.
 from ._bidi import normalise_presentation_forms, visual_to_logical
 from ._chunking import DocumentChunk, chunk_document, chunk_spans
 from ._document import Document, Heading, UnreadableDocument
+from ._html import html_document, stripped_blocks
 from ._registry import READERS, Reader, read_document, reader_for
 
 __all__ = [
@@ -25,8 +26,10 @@ __all__ = [
     "UnreadableDocument",
     "chunk_document",
     "chunk_spans",
+    "html_document",
     "normalise_presentation_forms",
     "read_document",
     "reader_for",
+    "stripped_blocks",
     "visual_to_logical",
 ]
