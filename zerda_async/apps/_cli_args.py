@@ -155,9 +155,8 @@ def _add_index(commands: Any) -> None:
         description="Read files (or folders of them), split them into chunks, index them "
         "with the profile's analyser (and embedder) and save the index into DIR. A file named "
         "here is read whatever its extension; folders are searched for "
-        f"{', '.join(sorted(SUFFIXES))} files (PDF text per page, Word headings and tables, "
-        "the main content of HTML pages). Files that cannot be read (encrypted or scanned "
-        "PDFs, corrupt .docx, non-UTF-8 text) are reported by name and skipped.",
+        f"{', '.join(sorted(SUFFIXES))} files. Files that cannot be read (encrypted or "
+        "scanned PDFs, corrupt .docx, non-UTF-8 text) are reported by name and skipped.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to read")
     where = p.add_mutually_exclusive_group(required=True)
@@ -185,7 +184,6 @@ def _add_index(commands: Any) -> None:
         help="in folders, read every file (not only the text extensions); non-UTF-8 files "
         "are reported and skipped",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress line while reading files")
     _add_hnsw_flags(p)
     p.add_argument("--quiet", action="store_true", help="no progress line (drawn on a terminal)")
     p.add_argument(

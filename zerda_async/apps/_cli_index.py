@@ -225,7 +225,7 @@ def _read_report(args: argparse.Namespace, chunk_size: int) -> Any:
     quiet = bool(getattr(args, "quiet", False))
 
     def progress(total: int) -> Progress:
-        return Progress(total, sys.stderr, label="reading", unit="files", quiet=quiet)
+        return Progress(total, label="reading", unit="files", quiet=quiet)
 
     try:
         report = read_paths(

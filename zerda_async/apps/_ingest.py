@@ -93,8 +93,8 @@ _LETTER = re.compile(r"[^\W\d_]")
 class FileProgress(Protocol):
     """What counts the files :func:`read_paths` reads (``apps._progress.Progress`` does)."""
 
-    def advance(self, n: int = 1, current: str = "") -> None:
-        """``n`` more files read; ``current`` is the last one's label."""
+    def advance(self, n: int = 1) -> None:
+        """``n`` more files read."""
 
     def close(self) -> None:
         """Reading is over."""
@@ -331,7 +331,7 @@ def read_paths(
     not exist.  Chunks shorter than ``min_chars`` are kept and counted in
     :attr:`IngestReport.short`.  ``progress(total)``, when given, is called
     once with the number of files to read and returns what counts them
-    (``advance(1, label)`` after each file, ``close()`` at the end).
+    (``advance(1)`` after each file, ``close()`` at the end).
     """
     if max_chars < 1:
         raise ValueError(f"max_chars must be positive, got {max_chars}")
@@ -342,7 +342,7 @@ def read_paths(
         for path, label in files:
             _read_file(path, label, max_chars, report)
             if counter is not None:
-                counter.advance(1, label)
+                counter.advance(1)
     finally:
         if counter is not None:
             counter.close()
