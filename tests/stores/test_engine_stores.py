@@ -88,6 +88,36 @@ async def test_postgres_exact_gives_the_in_memory_contexts(
     assert any(expected) and got == expected
 
 
+async def test_convex_fusion_over_the_store_fuses_deeper_lists(
+    postgres: PostgresServer, prefix: str
+) -> None:
+    chunks = load_demo_corpus()
+    embedder = HashingEmbedder(dim=64)
+    config = ContextEngineConfig.recommended()
+    assert config.retriever.fusion == "convex"
+    store = await PostgresIndexStore.open(
+        postgres.url, prefix=prefix, analyzer=config.retriever.text_analyzer
+    )
+    asked: list[int] = []
+    search = store.keyword_search
+
+    async def counting(query: str, k: int, filters: Any = None) -> Any:
+        asked.append(k)
+        return await search(query, k, filters)
+
+    store.keyword_search = counting
+    try:
+        await store.add(chunks, embedder.embed_batch([c.text for c in chunks]))
+        stores = Stores(index=store, embedder=embedder)
+        async with AsyncContextEngine(config, stores=stores) as remote:
+            result = await remote.run(MORE[0], use_history=False, record_turn=False)
+    finally:
+        await store.aclose()
+    assert asked == [config.retriever.fusion_depth]
+    assert not result.nothing_relevant and result.chunks_used
+    assert result.chunks_used[0].fused_score > 0 and len(result.chunks_used) <= 20
+
+
 async def test_a_conversation_goes_through_the_session_store(
     redis_server: RedisServer, prefix: str
 ) -> None:

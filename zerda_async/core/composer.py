@@ -58,7 +58,10 @@ class SmartContextComposer(ContextComposerStrategy):
         self._counter: LengthCounter = counter or char_counter
         self._tmpl = TEMPLATES.get(self.cfg.template, TEMPLATES[DEFAULT_TEMPLATE])
         check_packing_fields(
-            self.cfg.packing, self.cfg.relevance_floor, self.cfg.min_query_coverage
+            self.cfg.packing,
+            self.cfg.relevance_floor,
+            self.cfg.min_query_coverage,
+            self.cfg.min_vector_margin,
         )
 
     def compose(self, chunks: list[ScoredChunk], analysis: QueryAnalysis, budget: int) -> str:
@@ -87,7 +90,7 @@ class SmartContextComposer(ContextComposerStrategy):
         floor = self.cfg.relevance_floor
         if floor > 0:
             chunks = [sc for sc in chunks if sc.composite_score >= floor]
-        if not _covers_query(chunks, self.cfg.min_query_coverage):
+        if not _covers_query(chunks, self.cfg.min_query_coverage, self.cfg.min_vector_margin):
             chunks = []
         if not chunks:
             opted_in = floor > 0 or self.cfg.packing != "documented"
@@ -210,13 +213,20 @@ class SmartContextComposer(ContextComposerStrategy):
         return truncate(text, max_len, self._counter, _TRUNCATE_BACKOFF)
 
 
-def _covers_query(chunks: Sequence[ScoredChunk], minimum: float) -> bool:
+def _covers_query(
+    chunks: Sequence[ScoredChunk], minimum: float, vector_margin: float = 0.0
+) -> bool:
     """False when ``minimum`` is set and no chunk with a measured coverage reaches it.
 
     Chunks whose ``query_coverage`` was not measured (``-1``: no keyword index saw
-    them) cannot show that nothing is relevant, so they never trigger it.
+    them) cannot show that nothing is relevant, so they never trigger it.  When
+    ``vector_margin`` is positive, a chunk whose ``vector_margin`` reaches it is
+    relevant too: the vector list found it standing out although the query's
+    words are not in it (a question in another language than the documents).
     """
     if minimum <= 0:
+        return True
+    if vector_margin > 0 and any(sc.vector_margin >= vector_margin for sc in chunks):
         return True
     measured = [sc.query_coverage for sc in chunks if sc.query_coverage >= 0]
     return not measured or max(measured) >= minimum

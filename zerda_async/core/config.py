@@ -28,7 +28,9 @@ from .validation import validate_config
 
 __all__ = [
     "RECOMMENDED_BUDGETS",
+    "RECOMMENDED_FUSION_DEPTH",
     "RECOMMENDED_MIN_QUERY_COVERAGE",
+    "RECOMMENDED_MIN_VECTOR_MARGIN",
     "RECOMMENDED_RELEVANCE_FLOOR",
     "CacheConfig",
     "ComposerConfig",
@@ -65,6 +67,22 @@ query's idf-weighted terms.  On ARCD and COVID-QA it flagged 0.5% / 0% of the
 answerable questions and 97.5% / 100% of the other language's questions; the
 best chunk of a same-language question on another topic often shares one common
 word, so only some of those are flagged (see docs/quality.md).
+"""
+
+RECOMMENDED_FUSION_DEPTH: int = 50
+"""The recommended profile's ``retriever.fusion_depth`` (candidates per method, convex fusion).
+
+Deeper than ``top_k`` (20) so a chunk ranked 20th-50th by both methods can be
+fused into the top 20; 50 measured above 20 and 30 and level with 100.
+"""
+
+RECOMMENDED_MIN_VECTOR_MARGIN: float = 0.05
+"""The recommended profile's ``composer.min_vector_margin`` (``docs/hybrid.md``).
+
+On the cosine scale of multilingual-e5-small: with lists of 50, the answer
+chunk of a cross-language question stood a median 0.065-0.07 above the list's
+last cosine, an off-topic question's best chunk 0.04.  Another embedder needs
+its own value (its cosines spread differently).
 """
 
 LengthCounter = Callable[[str], int]
@@ -104,10 +122,13 @@ class RetrieverConfig(msgspec.Struct):
     """Keyword text analyser: ``documented``, ``multilingual`` (Arabic-aware, Snowball English),
     ``multilingual-snowball`` or ``multilingual-lite`` (see ``core.index.analysis``)."""
     fusion: str = "documented"
-    """``documented`` (weighted score sum plus an RRF bonus) or ``rrf`` (weighted Reciprocal
-    Rank Fusion of each method's own list)."""
+    """``documented`` (weighted score sum plus an RRF bonus), ``rrf`` (weighted Reciprocal
+    Rank Fusion of each method's own list) or ``convex`` (weighted sum of each method's
+    evidence: share of query terms held, min-max scaled cosine; see ``core.retrieval.fusion``)."""
     rrf_k: int = 60
     """RRF constant of ``fusion = "rrf"``: a chunk at 1-based rank r adds ``weight / (k + r)``."""
+    fusion_depth: int = 50
+    """How many candidates each method lists for ``fusion = "convex"`` (at least ``top_k``)."""
 
 
 class FilterConfig(msgspec.Struct):
@@ -172,6 +193,11 @@ class ComposerConfig(msgspec.Struct):
     """When positive: if no chunk holds at least this idf-weighted share of the query's
     analysed terms (``ScoredChunk.query_coverage``, measured by the keyword index), the
     context says nothing relevant was found.  0 turns the check off."""
+    min_vector_margin: float = 0.0
+    """When positive, a chunk whose ``vector_margin`` (its cosine minus the last cosine of the
+    vector list, set by ``retriever.fusion = "convex"``) reaches it also passes the
+    ``min_query_coverage`` check: strong vector evidence answers a question that shares no
+    words with the documents (another language).  0: keywords alone decide."""
 
 
 class GuardConfig(msgspec.Struct):
@@ -223,11 +249,11 @@ class ContextEngineConfig(msgspec.Struct):
         * ``retriever.text_analyzer`` — ``"multilingual"`` (``"multilingual-lite"``
           without PyStemmer): punctuation-splitting, Arabic-normalising, lightly
           stemming keyword analysis;
-        * ``retriever.fusion = "rrf"`` with ``rrf_k = 60``, keyword weight 1.0,
-          vector weight 0.5 and metadata 0.5: rank fusion of each method's list,
-          the keyword list counting double because it measured the stronger one
-          (with the default embedder, equal weights lowered recall@20 on COVID-QA
-          from 81% to 77%);
+        * ``retriever.fusion = "convex"`` with equal weights (0.5 each) and
+          ``fusion_depth = 50``: each method lists 50 candidates and a chunk
+          scores the sum of the share of query terms it holds and its min-max
+          scaled cosine (``core.retrieval.fusion``); with e5 it beat keyword-only,
+          embedder-only and weighted RRF (``bench/README.md``, docs/hybrid.md);
         * ``ranking.mode = "evidence"`` with weights that put the fused retrieval
           score first (evidence 0.55, keyword overlap 0.20, source quality 0.15,
           recency 0.05, position 0.05);
@@ -235,7 +261,9 @@ class ContextEngineConfig(msgspec.Struct):
           characters by query complexity, ``composer.packing = "fit"`` (skip what
           does not fit, cut at sentence ends, never cut the frame), a relevance
           floor, ``composer.min_query_coverage = 0.15`` (say "nothing relevant" when
-          no chunk holds 15% of the query's idf-weighted terms), and the ``"auto"``
+          no chunk holds 15% of the query's idf-weighted terms) unless a chunk's
+          cosine stands ``min_vector_margin = 0.05`` above the vector list's last
+          (a question in another language than the documents), and the ``"auto"``
           template (Arabic or English by the query).
 
         Each call returns a new, independent configuration, validated.
@@ -247,10 +275,10 @@ class ContextEngineConfig(msgspec.Struct):
         config = cls()
         retriever = config.retriever
         retriever.text_analyzer = best_multilingual()
-        retriever.fusion = "rrf"
-        retriever.rrf_k = 60
+        retriever.fusion = "convex"
+        retriever.fusion_depth = RECOMMENDED_FUSION_DEPTH
         retriever.vector_weight = 0.5
-        retriever.keyword_weight = 1.0
+        retriever.keyword_weight = 0.5
         retriever.metadata_weight = 0.5
         ranking = config.ranking
         ranking.mode = "evidence"
@@ -266,6 +294,7 @@ class ContextEngineConfig(msgspec.Struct):
         config.composer.packing = "fit"
         config.composer.relevance_floor = RECOMMENDED_RELEVANCE_FLOOR
         config.composer.min_query_coverage = RECOMMENDED_MIN_QUERY_COVERAGE
+        config.composer.min_vector_margin = RECOMMENDED_MIN_VECTOR_MARGIN
         return config.validate()
 
     def validate(self) -> ContextEngineConfig:

@@ -138,6 +138,10 @@ class ScoredChunk(msgspec.Struct):
     # holds (an absolute relevance signal in [0, 1]), set by this package's keyword
     # retriever and by rank fusion; -1.0 = not measured.
     query_coverage: float = -1.0
+    # Opt-in too, set only by ``retriever.fusion = "convex"``: how far this chunk's
+    # cosine stands above the last one of the vector list (0 when not in that list),
+    # the vector evidence behind ``composer.min_vector_margin``.
+    vector_margin: float = 0.0
 
     def __post_init__(self) -> None:
         # A falsy text whose page_content is None raises AttributeError here,

@@ -31,7 +31,13 @@ from typing import Any, Protocol
 from ..errors import ConfigError
 from .templates import TEMPLATE_NAMES
 
-__all__ = ["PACKING_MODES", "Validatable", "check_packing_fields", "validate_config"]
+__all__ = [
+    "FUSION_MODES",
+    "PACKING_MODES",
+    "Validatable",
+    "check_packing_fields",
+    "validate_config",
+]
 
 
 # What the checks read of a configuration, described here rather than imported:
@@ -47,11 +53,15 @@ class _Composer(Protocol):
     def relevance_floor(self) -> float: ...
     @property
     def min_query_coverage(self) -> float: ...
+    @property
+    def min_vector_margin(self) -> float: ...
 
 
 class _Retriever(Protocol):
     @property
     def min_vector_score(self) -> float: ...
+    @property
+    def fusion(self) -> str: ...
 
 
 class _Filter(Protocol):
@@ -117,9 +127,14 @@ PACKING_MODES: frozenset[str] = frozenset({"documented", "fit"})
 """The values of ``composer.packing`` (``documented`` is the documented packer)."""
 
 
-def check_packing_fields(packing: Any, relevance_floor: Any, min_query_coverage: Any = 0.0) -> None:
-    """Raise :class:`ConfigError` naming ``composer.packing``, ``composer.relevance_floor``
-    or ``composer.min_query_coverage``.
+def check_packing_fields(
+    packing: Any,
+    relevance_floor: Any,
+    min_query_coverage: Any = 0.0,
+    min_vector_margin: Any = 0.0,
+) -> None:
+    """Raise :class:`ConfigError` naming ``composer.packing``, ``composer.relevance_floor``,
+    ``composer.min_query_coverage`` or ``composer.min_vector_margin``.
 
     These fields are additions, with no documented behaviour to keep, so they are
     checked whenever a composer is built.
@@ -131,9 +146,26 @@ def check_packing_fields(packing: Any, relevance_floor: Any, min_query_coverage:
     for name, value in (
         ("relevance_floor", relevance_floor),
         ("min_query_coverage", min_query_coverage),
+        ("min_vector_margin", min_vector_margin),
     ):
         if not _is_number(value) or not 0.0 <= value <= 1.0:
             raise ConfigError(f"composer.{name} must be a number in [0, 1], got {value!r}")
+
+
+FUSION_MODES: frozenset[str] = frozenset({"documented", "rrf", "convex"})
+"""The values of ``retriever.fusion`` (``documented`` is the documented fusion)."""
+
+
+def _check_fusion(config: Validatable) -> None:
+    retriever = config.retriever
+    if retriever.fusion not in FUSION_MODES:
+        raise ConfigError(
+            f"retriever.fusion must be one of {sorted(FUSION_MODES)}, got {retriever.fusion!r}"
+        )
+    for name in ("rrf_k", "fusion_depth"):
+        value = getattr(retriever, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ConfigError(f"retriever.{name} must be a positive integer, got {value!r}")
 
 
 def _is_number(value: Any) -> bool:
@@ -170,11 +202,13 @@ def validate_config(config: Validatable) -> None:
     """Raise :class:`ConfigError` for the first bad value, naming ``section.field``.
 
     Checked (see the module notes for why these and no more): the template name
-    (a built-in one or ``"auto"``), the packing mode, weights that are finite and
+    (a built-in one or ``"auto"``), the packing mode, the fusion mode with its
+    positive ``rrf_k`` and ``fusion_depth``, weights that are finite and
     >= 0, thresholds that are finite, positive budgets, sizes and the cache TTL,
     non-negative minimum lengths, and a length window whose minimum is not above
-    its maximum.  ``composer.relevance_floor`` and ``composer.min_query_coverage``
-    (additions to the documented package) are fractions in [0, 1].
+    its maximum.  ``composer.relevance_floor``, ``composer.min_query_coverage`` and
+    ``composer.min_vector_margin`` (additions to the documented package) are
+    fractions in [0, 1].
     """
     template = config.composer.template
     if template not in TEMPLATE_NAMES:
@@ -182,7 +216,13 @@ def validate_config(config: Validatable) -> None:
             f"composer.template must be one of {sorted(TEMPLATE_NAMES)}, got {template!r}"
         )
     composer = config.composer
-    check_packing_fields(composer.packing, composer.relevance_floor, composer.min_query_coverage)
+    check_packing_fields(
+        composer.packing,
+        composer.relevance_floor,
+        composer.min_query_coverage,
+        composer.min_vector_margin,
+    )
+    _check_fusion(config)
     _check_ranges(config)
     if config.filter_cfg.min_chunk_length > config.filter_cfg.max_chunk_length:
         raise ConfigError(

@@ -86,7 +86,7 @@ async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
     plan = plan_search(
         cfg, query, job.options.max_chunks, job.options.metadata_filters, job.options.filters
     )
-    k = plan.k
+    k = plan.searched  # each search's depth; the fusion keeps plan.k
     # The run's restricting filters are pushed into every search of the store.
     where = job.options.filters or None
     calls: dict[str, Any] = {}

@@ -16,10 +16,12 @@ from .fusion import (
     RRF_K,
     MethodList,
     fuse,
+    fuse_convex,
     fuse_documented,
     fuse_rrf,
     measures_coverage,
     method_weights,
+    search_depth,
 )
 from .hits import Found, Hit, SearchPlan, fuse_found, method_list, plan_search
 from .hybrid import HybridRetriever
@@ -48,6 +50,7 @@ __all__ = [
     "VectorRetriever",
     "annotate_coverage",
     "fuse",
+    "fuse_convex",
     "fuse_documented",
     "fuse_found",
     "fuse_rrf",
@@ -55,6 +58,7 @@ __all__ = [
     "method_list",
     "method_weights",
     "plan_search",
+    "search_depth",
     "stable_top",
     "tokenize",
 ]

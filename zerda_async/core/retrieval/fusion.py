@@ -23,7 +23,24 @@ lists (a new mode is one more function and one more line in :func:`fuse`):
   from the other.  Every fused chunk keeps the evidence: ``fused_score``,
   each method's score and 1-based rank (0 when that method did not find it).
 
-Both cut the fused list like ``[:top_k]``, set ``retrieval_rank`` (0-based)
+* ``"convex"`` (:func:`fuse_convex`): a weighted sum of each method's
+  *evidence* on a common [0, 1] scale.  RRF sees only ranks, so a keyword
+  list whose best hit shares one common word with the query counts as much
+  as one whose best hit holds the whole question.  Keyword evidence is the
+  hit's ``query_coverage`` (the idf-weighted share of the query's analysed
+  terms it holds: absolute, so a cross-language question's keyword hits,
+  which hold almost none of its terms, weigh almost nothing; a hit without a
+  measured coverage counts its ``keyword_score``); vector evidence is the
+  cosine min-max scaled over the vector list (best 1, the list's last 0:
+  an embedder's cosines sit in a narrow band, e5's in 0.7–0.95, so only their
+  spread within the list tells); metadata evidence its score.  Each
+  vector-listed chunk keeps its ``vector_margin``, its cosine minus the
+  list's last, the evidence the composer's ``min_vector_margin`` accepts
+  when no chunk holds enough of the query's words.  Its lists are
+  ``retriever.fusion_depth`` deep (:func:`search_depth`), so a chunk ranked
+  30th by both methods can still enter the top ``k``.
+
+All cut the fused list like ``[:top_k]``, set ``retrieval_rank`` (0-based)
 and ``composite_score`` to the fused position and score, and keep first-seen
 order among ties.
 """
@@ -41,10 +58,12 @@ __all__ = [
     "MethodList",
     "first_places",
     "fuse",
+    "fuse_convex",
     "fuse_documented",
     "fuse_rrf",
     "measures_coverage",
     "method_weights",
+    "search_depth",
 ]
 
 RRF_K = 60
@@ -64,7 +83,16 @@ def fuse(lists: Sequence[MethodList], top_k: int, cfg: RetrieverConfig) -> list[
         return fuse_documented(lists, top_k, weights)
     if cfg.fusion == "rrf":
         return fuse_rrf(lists, top_k, weights, cfg.rrf_k)
-    raise ConfigError(f"unknown retriever.fusion {cfg.fusion!r}; expected 'documented' or 'rrf'")
+    if cfg.fusion == "convex":
+        return fuse_convex(lists, top_k, weights)
+    raise ConfigError(
+        f"unknown retriever.fusion {cfg.fusion!r}; expected 'documented', 'rrf' or 'convex'"
+    )
+
+
+def search_depth(cfg: RetrieverConfig, top_k: int) -> int:
+    """How many candidates each method lists for a fused ``top_k``: deeper for convex fusion."""
+    return max(top_k, cfg.fusion_depth) if cfg.fusion == "convex" else top_k
 
 
 def measures_coverage(cfg: RetrieverConfig) -> bool:
@@ -209,6 +237,67 @@ def fuse_rrf(
                 methods[key] = 0
             _record(entry, sc, method, rank)
             entry.fused_score += weight / (k + rank)
+            methods[key] += 1
+    ordered = sorted(fused.values(), key=lambda sc: sc.fused_score, reverse=True)[:top_k]
+    for position, entry in enumerate(ordered):
+        if methods[entry.content_hash] > 1:
+            entry.retrieval_method = RetrievalMethod.HYBRID
+        entry.retrieval_rank = position
+        entry.composite_score = entry.fused_score
+    return ordered
+
+
+def _evidence(method: RetrievalMethod, results: Sequence[ScoredChunk]) -> list[float]:
+    """Each listed chunk's evidence in [0, 1] for :func:`fuse_convex` (see the module notes)."""
+    if method is RetrievalMethod.KEYWORD:
+        # A hit without a measured coverage (an injected retriever's) counts its score.
+        return [
+            sc.query_coverage if sc.query_coverage >= 0 else min(1.0, max(0.0, sc.keyword_score))
+            for sc in results
+        ]
+    if method is RetrievalMethod.VECTOR:
+        if not results:
+            return []
+        best, last = results[0].vector_score, results[-1].vector_score
+        spread = best - last
+        if spread <= 0:
+            return [1.0] * len(results)
+        return [min(1.0, max(0.0, (sc.vector_score - last) / spread)) for sc in results]
+    return [min(1.0, max(0.0, sc.metadata_score)) for sc in results]
+
+
+def fuse_convex(
+    lists: Sequence[MethodList], top_k: int, weights: Mapping[RetrievalMethod, float]
+) -> list[ScoredChunk]:
+    """The ``top_k`` best chunks of ``lists`` by a weighted sum of each method's evidence.
+
+    See the module notes for the evidence of each method.  Sets what
+    :func:`fuse_rrf` sets (``fused_score``, per-method scores and 1-based
+    ranks, ``retrieval_rank``, ``composite_score``, ``HYBRID``) and, for
+    chunks of the vector list, ``vector_margin`` (cosine minus the list's last
+    cosine).  Ties keep first-seen order; a repeat within one list counts once.
+    """
+    fused: dict[str, ScoredChunk] = {}
+    methods: dict[str, int] = {}
+    for method, results in lists:
+        weight = weights[method]
+        floor = results[-1].vector_score if results else 0.0
+        evidence = _evidence(method, results)
+        for rank, key, sc in first_places(results):
+            entry = fused.get(key)
+            if entry is None:
+                entry = fused[key] = sc
+                # A retriever may hand back an object it returned before: start clean.
+                entry.fused_score = entry.vector_margin = 0.0
+                entry.vector_rank = entry.keyword_rank = entry.metadata_rank = 0
+                if method is not RetrievalMethod.KEYWORD:
+                    entry.query_coverage = -1.0
+                entry.retrieval_method = method
+                methods[key] = 0
+            _record(entry, sc, method, rank)
+            if method is RetrievalMethod.VECTOR:
+                entry.vector_margin = sc.vector_score - floor
+            entry.fused_score += weight * evidence[rank - 1]
             methods[key] += 1
     ordered = sorted(fused.values(), key=lambda sc: sc.fused_score, reverse=True)[:top_k]
     for position, entry in enumerate(ordered):

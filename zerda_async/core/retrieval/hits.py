@@ -24,7 +24,7 @@ from ..filter_language import Condition, Filters, parse_filters
 from ..index.analysis import Analyzer, TermMemo
 from ..models import RetrievalMethod, ScoredChunk
 from .coverage import QueryWeights, annotate_coverage
-from .fusion import MethodList, fuse, measures_coverage
+from .fusion import MethodList, fuse, measures_coverage, search_depth
 
 __all__ = ["Found", "Hit", "SearchPlan", "fuse_found", "method_list", "plan_search"]
 
@@ -65,6 +65,14 @@ class SearchPlan:
     pairs: dict[str, Any]
     where: tuple[Condition, ...]
     coverage: bool
+    depth: int = 0
+    """How many hits each search returns (``k``, or ``retriever.fusion_depth`` for convex
+    fusion, :func:`~.fusion.search_depth`); the fusion keeps ``k``."""
+
+    @property
+    def searched(self) -> int:
+        """The depth of each search (``k`` for a plan built without one)."""
+        return self.depth or self.k
 
 
 def plan_search(
@@ -83,7 +91,16 @@ def plan_search(
     pairs = {**cfg.metadata_filters, **(metadata_filters or {})} if cfg.use_metadata else {}
     k = top_k or cfg.top_k
     coverage = measures_coverage(cfg)
-    return SearchPlan(query, k, cfg.use_vector, cfg.use_keyword, pairs, conditions, coverage)
+    return SearchPlan(
+        query,
+        k,
+        cfg.use_vector,
+        cfg.use_keyword,
+        pairs,
+        conditions,
+        coverage,
+        search_depth(cfg, k),
+    )
 
 
 def method_list(

@@ -25,7 +25,7 @@ from ..config import ContextEngineConfig, RetrieverConfig
 from ..filter_language import Condition, Filters, matches, parse_filters
 from ..models import RetrievalMethod, ScoredChunk
 from ..strategy import HybridRetrieverStrategy
-from .fusion import RRF_K, MethodList, fuse, measures_coverage
+from .fusion import RRF_K, MethodList, fuse, measures_coverage, search_depth
 
 __all__ = [
     "RRF_K",
@@ -102,7 +102,8 @@ class HybridRetriever(HybridRetrieverStrategy):
         """
         cfg = self.cfg
         k = top_k or cfg.top_k
-        lists = self._method_lists(query, k, filters, query_vector, parse_filters(where))
+        depth = search_depth(cfg, k)  # convex fusion fuses deeper lists than it keeps
+        lists = self._method_lists(query, depth, filters, query_vector, parse_filters(where))
         fused = fuse(lists, k, cfg)
         if measures_coverage(cfg) and any(sc.query_coverage < 0 for sc in fused):
             annotate = getattr(self.keyword_retriever, "annotate_coverage", None)

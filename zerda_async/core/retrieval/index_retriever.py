@@ -86,10 +86,10 @@ class IndexRetriever:
         if plan.vector:
             found.vector = self._vector_list(plan, query_vector)
         if plan.keyword:
-            hits = searches.keyword(query, plan.k, plan.where)
+            hits = searches.keyword(query, plan.searched, plan.where)
             found.keyword = method_list(RetrievalMethod.KEYWORD, hits)
         if plan.pairs:
-            hits = searches.metadata(plan.pairs, plan.k, plan.where)
+            hits = searches.metadata(plan.pairs, plan.searched, plan.where)
             found.metadata = method_list(RetrievalMethod.METADATA, hits)
         analyzer = searches.index.keyword.analyzer
         return fuse_found(
@@ -98,7 +98,7 @@ class IndexRetriever:
 
     def _vector_list(self, plan: SearchPlan, query_vector: Any) -> list[ScoredChunk] | None:
         if self._vector_retriever is not None:
-            return _search(self._vector_retriever, plan.where, plan.query, plan.k)
+            return _search(self._vector_retriever, plan.where, plan.query, plan.searched)
         vectors = self.searches.index.vectors
         if not self._vectors or vectors is None or vectors.n_positions == 0:
             return None
@@ -107,7 +107,7 @@ class IndexRetriever:
             vector = self._query_check(raw, vectors.dim)
         else:
             vector = np.asarray(raw, dtype=np.float64).flatten()
-        hits = self.searches.vector(vector, plan.k, plan.where)
+        hits = self.searches.vector(vector, plan.searched, plan.where)
         return method_list(RetrievalMethod.VECTOR, hits, self.cfg.min_vector_score)
 
     def _embed(self, query: str) -> Any:
