@@ -124,7 +124,7 @@ class RetrieverConfig(msgspec.Struct):
     fusion: str = "documented"
     """``documented`` (weighted score sum plus an RRF bonus), ``rrf`` (weighted Reciprocal
     Rank Fusion of each method's own list) or ``convex`` (weighted sum of each method's
-    evidence: share of query terms held, min-max scaled cosine; see ``core.retrieval.fusion``)."""
+    evidence: keyword query coverage, min-max scaled cosine; see ``core.retrieval.fusion``)."""
     rrf_k: int = 60
     """RRF constant of ``fusion = "rrf"``: a chunk at 1-based rank r adds ``weight / (k + r)``."""
     fusion_depth: int = 50
@@ -251,8 +251,8 @@ class ContextEngineConfig(msgspec.Struct):
           stemming keyword analysis;
         * ``retriever.fusion = "convex"`` with equal weights (0.5 each) and
           ``fusion_depth = 50``: each method lists 50 candidates and a chunk
-          scores the sum of the share of query terms it holds and its min-max
-          scaled cosine (``core.retrieval.fusion``); with e5 it beat keyword-only,
+          scores the sum of its keyword query coverage and its min-max scaled
+          cosine (``core.retrieval.fusion``); with e5 it beat keyword-only,
           embedder-only and weighted RRF (``bench/README.md``, docs/hybrid.md);
         * ``ranking.mode = "evidence"`` with weights that put the fused retrieval
           score first (evidence 0.55, keyword overlap 0.20, source quality 0.15,
