@@ -11,7 +11,13 @@ import pytest
 from zerda_async.core.composer import SmartContextComposer
 from zerda_async.core.config import ContextEngineConfig, config_from_json
 from zerda_async.core.models import QueryAnalysis, RetrievalMethod, ScoredChunk
-from zerda_async.core.retrieval import HybridRetriever, KeywordRetriever, VectorRetriever
+from zerda_async.core.retrieval import (
+    HybridRetriever,
+    KeywordRetriever,
+    VectorRetriever,
+    plan_search,
+    search_depth,
+)
 from zerda_async.core.retrieval.fusion import fuse_convex
 from zerda_async.errors import ConfigError
 
@@ -208,6 +214,15 @@ def test_the_hybrid_retriever_weighs_keyword_hits_by_their_query_coverage() -> N
     assert [sc.fused_score for sc in found] == pytest.approx(
         [0.5 * sc.query_coverage for sc in found]
     )
+
+
+def test_every_placements_search_plan_is_as_deep_as_convex_fusion_asks() -> None:
+    config = ContextEngineConfig.recommended()
+    plan = plan_search(config.retriever, "nile", 20, None, None)
+    assert (plan.k, plan.searched) == (20, 50)
+    assert search_depth(config.retriever, 80) == 80  # never shallower than top_k
+    config.retriever.fusion = "rrf"
+    assert plan_search(config.retriever, "nile", 20, None, None).searched == 20
 
 
 def test_documented_config_is_unchanged_and_new_fields_validate() -> None:
