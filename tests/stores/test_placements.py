@@ -63,6 +63,7 @@ class Case:
     use_metadata: bool
     filters: dict[str, Any] | None
     boost: dict[str, Any] | None
+    vector_margin: float | None = None  # composer.min_vector_margin, when set
 
     def config(self) -> ContextEngineConfig:
         config = (
@@ -70,6 +71,8 @@ class Case:
             if self.profile == "recommended"
             else ContextEngineConfig()
         )
+        if self.vector_margin is not None:
+            config.composer.min_vector_margin = self.vector_margin
         config.retriever.use_metadata = self.use_metadata
         config.cache.enabled = False
         return config
@@ -226,6 +229,9 @@ async def test_the_demo_corpus_in_every_placement(postgres: PostgresServer, prof
         use_metadata=True,
         filters={"lang": "ar"},
         boost={"lang": "en"},
+        # The recommended margin is on e5's cosine scale: hashing vectors spread
+        # wider, so every question would pass it; 0 keeps the keyword floor checked here.
+        vector_margin=0.0,
     )
     with tempfile.TemporaryDirectory() as tmp:
         async with _placements(case, postgres.url, Path(tmp) / "index") as engines:
