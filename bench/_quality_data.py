@@ -31,7 +31,9 @@ __all__ = [
     "Corpus",
     "Question",
     "load_corpora",
+    "load_set",
     "normalise",
+    "subsample",
 ]
 
 DATA = quality_data_dir()

@@ -40,16 +40,13 @@ from _common import (
     quality_data_dir,
     write_summary,
 )
+from _quality_data import Corpus, Question, load_set, subsample
 from bench_quality import (
     WIDE_BUDGET,
-    Corpus,
-    Question,
     context_metrics,
     engine_ranker,
-    load_set,
     make_engine,
     ranking_metrics,
-    subsample,
 )
 
 from zerda_async import ContextEngineConfig
