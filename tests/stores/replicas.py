@@ -13,7 +13,7 @@ import httpx
 
 from zerda_async.apps import load_demo_corpus
 
-from .servers import free_port
+from .servers import PostgresServer, RedisServer, free_port
 
 __all__ = ["ZERDA", "index_files", "replicas", "write_corpus"]
 
@@ -100,3 +100,20 @@ def _wait_up(url: str, process: subprocess.Popen[str], ready: str = "/healthz") 
             if time.monotonic() > deadline:
                 raise RuntimeError("zerda serve did not start within 60 s")
             time.sleep(0.1)
+
+
+@contextmanager
+def indexed_servers(root: Path) -> Iterator[tuple[PostgresServer, RedisServer]]:
+    """A PostgreSQL server holding the test corpus and an empty Redis, stopped on exit."""
+    (root / "redis").mkdir()
+    (root / "corpus").mkdir()
+    postgres = PostgresServer()
+    redis = RedisServer(root / "redis")
+    try:
+        postgres.start()
+        redis.start()
+        index_files(postgres.url, *write_corpus(root / "corpus"))
+        yield postgres, redis
+    finally:
+        redis.stop()
+        postgres.stop()

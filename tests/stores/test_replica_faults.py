@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from .replicas import index_files, replicas, write_corpus
+from .replicas import indexed_servers, replicas
 from .servers import PostgresServer, RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -18,16 +18,8 @@ pytestmark = pytest.mark.anyio
 def own_servers(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[PostgresServer, RedisServer]]:
-    postgres = PostgresServer()
-    redis = RedisServer(tmp_path_factory.mktemp("fault-redis"))
-    try:
-        postgres.start()
-        redis.start()
-        index_files(postgres.url, *write_corpus(tmp_path_factory.mktemp("fault-corpus")))
-        yield postgres, redis
-    finally:
-        redis.stop()
-        postgres.stop()
+    with indexed_servers(tmp_path_factory.mktemp("fault")) as servers:
+        yield servers
 
 
 @pytest.fixture(scope="module")

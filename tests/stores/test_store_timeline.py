@@ -28,7 +28,7 @@ from zerda_async.errors import StoreUnavailableError
 from zerda_async.pipeline import LOCK_SECONDS, EngineState, guarded
 from zerda_async.stores import PostgresIndexStore, RedisCacheStore, Stores
 
-from .replicas import index_files, replicas, write_corpus
+from .replicas import indexed_servers, replicas
 from .servers import PostgresServer, RedisServer
 
 REQUEST_TIMEOUT = 10.0
@@ -41,16 +41,8 @@ QUESTIONS = ["Why do dates ripen in stages?", "What is overfitting?", "What is e
 def own_servers(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[PostgresServer, RedisServer]]:
-    postgres = PostgresServer()
-    redis = RedisServer(tmp_path_factory.mktemp("timeline-redis"))
-    try:
-        postgres.start()
-        redis.start()
-        index_files(postgres.url, *write_corpus(tmp_path_factory.mktemp("timeline-corpus")))
-        yield postgres, redis
-    finally:
-        redis.stop()
-        postgres.stop()
+    with indexed_servers(tmp_path_factory.mktemp("timeline")) as servers:
+        yield servers
 
 
 def _timed(call: Any) -> tuple[httpx.Response, float]:
