@@ -43,8 +43,6 @@ class Embedding:
 
     embedder: CachedEmbedder
     progress: Progress
-    todo: int
-    cached: int
 
     def summary(self) -> str:
         """``embedded 12 chunks (788 vectors reused from the cache)``."""
@@ -81,10 +79,9 @@ def start_embedding(
         known = [(text, vector) for text, vector in preload if cache.get(text) is None]
         if known:
             cache.put([t for t, _ in known], np.asarray([v for _, v in known], dtype=np.float32))
-    todo = len(cache.missing(texts))
-    progress = Progress(todo, label="embedding", unit="chunks", quiet=quiet)
+    progress = Progress(len(cache.missing(texts)), label="embedding", unit="chunks", quiet=quiet)
     wrapped = CachedEmbedder(embedder, cache, progress=progress.advance)
-    return Embedding(wrapped, progress, todo, len(texts) - todo)
+    return Embedding(wrapped, progress)
 
 
 async def store_vectors(
