@@ -347,7 +347,9 @@ async def _write_store(
         vectors = None
         if choice.embedder is not None:
             chunks, quiet = report.chunks, args.quiet
-            vectors = await store_vectors(args.store, store, chunks, choice.embedder, quiet)
+            vectors = await store_vectors(
+                args.store, store, existing, chunks, choice.embedder, quiet
+            )
         version: int = await store.replace(report.chunks, vectors, also_remove=gone)
         if not args.hnsw:
             return version, None

@@ -85,9 +85,14 @@ def start_embedding(
 
 
 async def store_vectors(
-    url: str, store: Any, chunks: Sequence[Any], embedder: Any, quiet: bool
+    url: str,
+    store: Any,
+    doc_ids: Sequence[str],
+    chunks: Sequence[Any],
+    embedder: Any,
+    quiet: bool,
 ) -> Any:
-    """The vectors of ``chunks`` for the index store at ``url``.
+    """The vectors of ``chunks`` for the index store at ``url``, which holds ``doc_ids``.
 
     Those the store or the cache holds are reused, the rest embedded.
 
@@ -100,7 +105,7 @@ async def store_vectors(
     texts = [c.text for c in chunks]
     # The files' chunks as stored before (any chunking): their vectors are reused.
     stems = {str(c.doc_id).rsplit("#", 1)[0] for c in chunks}
-    before = [d for d in await store.doc_ids() if d.rsplit("#", 1)[0] in stems]
+    before = [d for d in doc_ids if d.rsplit("#", 1)[0] in stems]
     known = await stored_vectors(store, before)
     path = store_cache_path(url, embedder.params())
     embedding = await anyio.to_thread.run_sync(
