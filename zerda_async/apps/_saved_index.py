@@ -167,18 +167,15 @@ async def build_index(
     engine: AsyncContextEngine,
     chunks: Sequence[Any],
     embedder: Any,
-    progress: Any = None,
 ) -> None:
-    """Index ``chunks`` into ``engine`` with ``embedder`` (batched, reporting ``progress``).
+    """Index ``chunks`` into ``engine`` with ``embedder`` (batched).
 
     ``embedder=None`` builds a keyword-only index.
     """
     if embedder is None:
-        await engine.index(chunks, progress=progress)
+        await engine.index(chunks)
         return
-    await engine.index(
-        chunks, embed_fn=embedder, batch_embed_fn=embedder.embed_batch, progress=progress
-    )
+    await engine.index(chunks, embed_fn=embedder, batch_embed_fn=embedder.embed_batch)
 
 
 async def save_index(
