@@ -353,8 +353,9 @@ class AsyncContextEngine(IndexMethods, StateMethods):
         session_id = run_kwargs.pop("session_id", None)
         options = run_kwargs.pop("options", None)
         # Reliability: a bad keyword raises TypeError before anything is submitted.
-        make_job("", session_id, options=options, **run_kwargs)
-        jobs = (make_job(q, session_id, options=options, **run_kwargs) for q in queries)
+        # Checked once: the options (frozen) are the same for every query.
+        checked = make_job("", session_id, options=options, **run_kwargs).options
+        jobs = (Job(query=q, options=checked) for q in queries)
         return await run_jobs(
             self._runner, jobs, concurrency or len(queries) or 1, timeout, return_exceptions
         )
@@ -379,7 +380,9 @@ class AsyncContextEngine(IndexMethods, StateMethods):
         if base.override_budget is not None or not base.record_turn:
             raise TypeError("run_multi() sets override_budget and record_turn itself")
         jobs = [
-            make_job(q, options=msgspec.structs.replace(base, override_budget=b, record_turn=False))
+            Job(
+                query=q, options=msgspec.structs.replace(base, override_budget=b, record_turn=False)
+            )
             for q, b in zip(plan.queries, plan.budgets, strict=True)
         ]
         requests = await submit_all(self._runner, jobs, timeout)
