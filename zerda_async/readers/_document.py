@@ -7,6 +7,7 @@ its page and section are looked up from the same numbers.
 
 from __future__ import annotations
 
+import importlib
 from bisect import bisect_right
 from typing import Any
 
@@ -21,6 +22,16 @@ class UnreadableDocument(ValueError):
     Raised for an encrypted PDF, a PDF without a text layer (a scan), a
     corrupt ``.docx`` archive, text that is not UTF-8, an empty file...
     """
+
+
+def import_extra(module: str, what: str, package: str) -> Any:
+    """``module`` from the documents extra; :class:`UnreadableDocument` naming it when missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:  # pragma: no cover - the documents extra is installed in the tests
+        raise UnreadableDocument(
+            f"reading {what} needs {package}: pip install 'zerda-async[documents]'"
+        ) from None
 
 
 class Heading(msgspec.Struct, frozen=True):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ._builder import TextBuilder
-from ._document import Document, UnreadableDocument
+from ._document import Document, UnreadableDocument, import_extra
 
 __all__ = ["read_docx"]
 
@@ -47,12 +47,7 @@ def _table_text(table: Any) -> str:
 
 
 def _open(path: Path) -> Any:
-    try:
-        import docx
-    except ImportError:  # pragma: no cover - the documents extra is installed in the tests
-        raise UnreadableDocument(
-            "reading .docx needs python-docx: pip install 'zerda-async[documents]'"
-        ) from None
+    docx = import_extra("docx", ".docx", "python-docx")
     try:
         return docx.Document(str(path))
     except Exception as exc:  # a missing part, bad zip, broken XML: all mean "corrupt"

@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 from ._builder import TextBuilder
-from ._document import Document, UnreadableDocument
+from ._document import Document, UnreadableDocument, import_extra
 
 __all__ = ["html_document", "stripped_blocks"]
 
@@ -106,12 +106,7 @@ def _walk(element: Any, out: TextBuilder) -> None:
 
 def html_document(html: str, source: str) -> Document:
     """The main content of the page ``html`` (read from ``source``) with its headings."""
-    try:
-        import trafilatura
-    except ImportError:  # pragma: no cover - the documents extra is installed in the tests
-        raise UnreadableDocument(
-            "reading HTML needs trafilatura: pip install 'zerda-async[documents]'"
-        ) from None
+    trafilatura = import_extra("trafilatura", "HTML", "trafilatura")
     from trafilatura.settings import use_config
 
     config = use_config()

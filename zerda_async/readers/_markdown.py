@@ -9,24 +9,19 @@ top-level heading is the title.
 
 from __future__ import annotations
 
-from ._document import Document, Heading, UnreadableDocument
+from ._document import Document, Heading, import_extra
 
 __all__ = ["markdown_document"]
 
 
 def markdown_document(text: str, source: str) -> Document:
     """The Markdown ``text`` (read from ``source``) with its headings."""
-    try:
-        from markdown_it import MarkdownIt
-    except ImportError:  # pragma: no cover - the documents extra is installed in the tests
-        raise UnreadableDocument(
-            "reading Markdown needs markdown-it-py: pip install 'zerda-async[documents]'"
-        ) from None
+    markdown_it = import_extra("markdown_it", "Markdown", "markdown-it-py")
     line_starts = [0]
     for i, ch in enumerate(text):
         if ch == "\n":
             line_starts.append(i + 1)
-    tokens = MarkdownIt("commonmark").parse(text)
+    tokens = markdown_it.MarkdownIt("commonmark").parse(text)
     headings: list[Heading] = []
     for i, token in enumerate(tokens):
         if token.type != "heading_open" or token.map is None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ._bidi import has_arabic, logical_lines, normalise_presentation_forms
-from ._document import Document, UnreadableDocument
+from ._document import Document, UnreadableDocument, import_extra
 
 __all__ = ["read_pdf"]
 
@@ -35,12 +35,7 @@ def _page_text(page: Any) -> str:
 
 
 def _open(path: Path) -> Any:
-    try:
-        import pypdf
-    except ImportError:  # pragma: no cover - the documents extra is installed in the tests
-        raise UnreadableDocument(
-            "reading PDF needs pypdf: pip install 'zerda-async[documents]'"
-        ) from None
+    pypdf = import_extra("pypdf", "PDF", "pypdf")
     try:
         reader = pypdf.PdfReader(path)
         if reader.is_encrypted and not reader.decrypt(""):
