@@ -39,7 +39,7 @@ from zerda_async.core.config import ContextEngineConfig
 from zerda_async.pipeline._job import Job, options_cache_suffix
 from zerda_async.pipeline._state import EngineState
 
-__all__ = ["config_fingerprint", "context_key"]
+__all__ = ["config_fingerprint", "context_key", "local_context_key"]
 
 
 def config_fingerprint(config: ContextEngineConfig) -> str:
@@ -74,3 +74,11 @@ def context_key(job: Job, state: EngineState) -> str:
         owner = options.session_id
         scope = f"e={state.instance_id}|" if owner is None else f"s{len(owner)}={owner}|"
     return f"{config_fingerprint(state.config)}|{scope}{key}"
+
+
+def local_context_key(job: Job, state: EngineState) -> str:
+    """:func:`context_key` with the in-process corpus version, as the in-process cache keys it."""
+    key = context_key(job, state)
+    if state.cache_corpus_version is not None:
+        key += f"@{state.cache_corpus_version}"
+    return key

@@ -24,7 +24,7 @@ import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from zerda_async.core.models import ContextResult
-from zerda_async.pipeline._cache_keys import context_key
+from zerda_async.pipeline._cache_keys import local_context_key
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._requests import Barrier, Phase, Request
 from zerda_async.pipeline._speculation import Speculation
@@ -172,9 +172,8 @@ class CommitPhase:
         if cache is None:
             return False
         try:
-            key = context_key(msgspec.structs.replace(job, effective_query=effective), self.state)
+            peeked = msgspec.structs.replace(job, effective_query=effective)
+            key = local_context_key(peeked, self.state)
         except Exception:
             return True  # the walk raises the documented error at the cache lookup
-        if self.state.cache_corpus_version is not None:
-            key += f"@{self.state.cache_corpus_version}"
         return cache.contains(key)

@@ -14,7 +14,7 @@ from typing import Any
 
 import zerda_async.pipeline._shared as _shared
 from zerda_async.core.models import Composition, ContextResult
-from zerda_async.pipeline._cache_keys import context_key
+from zerda_async.pipeline._cache_keys import local_context_key
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._stage import Stage
 from zerda_async.pipeline._state import EngineState
@@ -48,9 +48,7 @@ class CacheLookup(Stage):
             return
         if state.private_cache:
             _enrich(job, state)
-        job.cache_key = context_key(job, state)
-        if state.cache_corpus_version is not None:
-            job.cache_key += f"@{state.cache_corpus_version}"
+        job.cache_key = local_context_key(job, state)
         _serve_cached(job, state, state.cache.get_composition(job.cache_key))
 
     def awaits(self, state: EngineState) -> bool:
