@@ -101,7 +101,7 @@ class MemoryIndexStore:
     ) -> list[Hit]:
         """Top ``k`` by cosine (rounded to 12 decimals), ties by position."""
         conditions = parse_filters(filters)
-        if k <= 0 or self.index.vectors is None:
+        if k <= 0:
             return []
         return self._searches().vector(query_vector, k, conditions)
 
