@@ -57,6 +57,7 @@ from zerda_async.readers import (
     Document,
     UnreadableDocument,
     chunk_document,
+    read_text_file,
     reader_for,
 )
 
@@ -175,22 +176,6 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield Path(dirpath) / name
 
 
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()
-    text = data.decode("utf-8-sig")
-    if "\x00" in text:
-        raise ValueError("binary file (holds NUL bytes)")
-    return text
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return f"not UTF-8 text (invalid byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
-    if isinstance(exc, OSError):
-        return exc.strerror or type(exc).__name__
-    return str(exc)
-
-
 def _jsonl_record(record: Any, label: str, line_no: int, max_chars: int) -> list[Chunk]:
     if not isinstance(record, dict):
         raise ValueError("expected a JSON object")
@@ -247,13 +232,9 @@ def document_chunks(document: Document, label: str, max_chars: int) -> list[Chun
 
 def _read_jsonl(path: Path, label: str, max_chars: int, report: IngestReport) -> None:
     try:
-        text = _read_text(path)
-    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
-        report.skipped.append(Skipped(str(path), _describe(exc)))
-        report.count("jsonl", read=False)
-        return
-    if not text.strip():
-        report.skipped.append(Skipped(str(path), "empty file"))
+        text = read_text_file(path)
+    except UnreadableDocument as exc:
+        report.skipped.append(Skipped(str(path), str(exc)))
         report.count("jsonl", read=False)
         return
     report.files.append(str(path))

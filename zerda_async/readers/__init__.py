@@ -16,6 +16,7 @@ from ._chunking import DocumentChunk, chunk_document, chunk_spans
 from ._document import Document, Heading, UnreadableDocument
 from ._html import html_document, stripped_blocks
 from ._registry import READERS, Reader, read_document, reader_for
+from ._text import read_text_file
 
 __all__ = [
     "READERS",
@@ -29,6 +30,7 @@ __all__ = [
     "html_document",
     "normalise_presentation_forms",
     "read_document",
+    "read_text_file",
     "reader_for",
     "stripped_blocks",
     "visual_to_logical",
