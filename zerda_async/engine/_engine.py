@@ -350,11 +350,8 @@ class AsyncContextEngine(IndexMethods, StateMethods):
         """
         self._check_open()
         timeout = run_kwargs.pop("timeout", None)
-        session_id = run_kwargs.pop("session_id", None)
-        options = run_kwargs.pop("options", None)
-        # Reliability: a bad keyword raises TypeError before anything is submitted.
-        # Checked once: the options (frozen) are the same for every query.
-        checked = make_job("", session_id, options=options, **run_kwargs).options
+        # Checked once (frozen, shared by every query): a bad keyword raises before any submit.
+        checked = make_job("", run_kwargs.pop("session_id", None), **run_kwargs).options
         jobs = (Job(query=q, options=checked) for q in queries)
         return await run_jobs(
             self._runner, jobs, concurrency or len(queries) or 1, timeout, return_exceptions
@@ -379,10 +376,9 @@ class AsyncContextEngine(IndexMethods, StateMethods):
         base = make_job("", kwargs.pop("session_id", None), **kwargs).options
         if base.override_budget is not None or not base.record_turn:
             raise TypeError("run_multi() sets override_budget and record_turn itself")
+        one_shot = msgspec.structs.replace(base, record_turn=False)
         jobs = [
-            Job(
-                query=q, options=msgspec.structs.replace(base, override_budget=b, record_turn=False)
-            )
+            Job(query=q, options=msgspec.structs.replace(one_shot, override_budget=b))
             for q, b in zip(plan.queries, plan.budgets, strict=True)
         ]
         requests = await submit_all(self._runner, jobs, timeout)
