@@ -8,13 +8,16 @@ Method
   token memo warmed first, so its own cost is ~0.1 ms a query).
 * The engine is the sync runner the facade uses (``EngineState`` +
   ``make_job`` + ``run_job`` from ``zerda_async.pipeline``: what
-  ``sync_api.ContextEngine.run`` does), default configuration with the cache
-  off, a new query on every call.  Each stage's time is the walker's own
+  ``sync_api.ContextEngine.run`` does), the documented configuration
+  (``--config recommended``: ``ContextEngineConfig.recommended()``) with the
+  cache off and defaults otherwise (multi-turn on: every run records a turn),
+  a new query on every call.  Each stage's time is the walker's own
   timing (``job.timings``); "walker and job" is the whole call minus the sum
   of the stages (making the job, walking, building the result).
 * Two conditions:
 
-  - **warm**: calls back to back (``--queries``, after 20 warm-ups);
+  - **warm**: calls back to back (``--queries``, after 20 warm-ups); median
+    per stage, and the median and p90 of the whole call;
   - **after a 20 ms wait**: the embedder sleeps 20 ms per query, as the sync
     comparison of ``bench_async.py`` (b) does; the table reports the call's
     wall time minus the embedder's own, the "fixed cost" that comparison
@@ -25,12 +28,18 @@ Method
   archive`` into a temporary directory and runs this same script on it in a
   child process, alternating with a child on this tree (``--pairs`` times, which one
   goes first alternating too; medians of the children's medians).
+* Output digest: SHA-256 over every warm call's context, citations and used
+  chunks (doc id, every method's score, the composite score and the
+  retrieval rank), so the two columns show whether an optimisation changed
+  a byte of output.
 * A cProfile of the warm calls (top entries by own time) follows the table.
 
 Run ``.venv/bin/python bench/bench_stage_cost.py`` (``--quick`` for fewer
-queries; ``--no-baseline`` for this tree only).  Target (issue 18, item 8):
+queries; ``--no-baseline`` for this tree only; ``--config recommended`` for
+the recommended profile).  Target (issue 18, item 8):
 sync ``run()`` at 1,000 chunks <= 1.2 ms.  Outputs the tables on stdout and
-``bench/out/request_cost.md``.
+``bench/out/stage_cost.md`` (``stage_cost_recommended.md`` with
+``--config recommended``).
 """
 
 from __future__ import annotations
@@ -68,6 +77,7 @@ from _common import (
     format_table,
     make_corpus,
     make_queries,
+    percentile,
     write_summary,
 )
 from numpy.typing import NDArray
@@ -81,6 +91,8 @@ PROFILED = 200
 TARGET_MS = 1.2
 WALKER = "walker and job"
 TOTAL = "whole run()"
+TOTAL_P90 = "whole run(), p90"
+CONFIGS = ("documented", "recommended")
 
 
 class WaitingEmbedder:
@@ -100,12 +112,14 @@ class WaitingEmbedder:
         return vector
 
 
-def _engine(n_chunks: int) -> tuple[EngineState, WaitingEmbedder]:
+def _engine(n_chunks: int, config_name: str) -> tuple[EngineState, WaitingEmbedder]:
     corpus = make_corpus(n_chunks)
     base = HashedEmbedder(64)
     base.matrix([c.text for c in corpus])
     embedder = WaitingEmbedder(base)
-    config = ContextEngineConfig()
+    config = (
+        ContextEngineConfig.recommended() if config_name == "recommended" else ContextEngineConfig()
+    )
     config.cache.enabled = False
     state = EngineState(config, Components(), owner_name="ContextEngine")
     state.index(corpus, embedder, None, None)
@@ -128,7 +142,13 @@ def _timed_runs(state: EngineState, queries: list[str]) -> tuple[dict[str, list[
         digest.update(result.context.encode())
         digest.update(repr(result.citations).encode())
         for sc in result.chunks_used:
-            scores = (sc.vector_score, sc.keyword_score, sc.composite_score, sc.retrieval_rank)
+            scores = (
+                sc.vector_score,
+                sc.keyword_score,
+                sc.metadata_score,
+                sc.composite_score,
+                sc.retrieval_rank,
+            )
             digest.update(f"{sc.doc_id}|{scores!r}".encode())
         for name, ms in job.timings.items():
             per.setdefault(name, []).append(ms)
@@ -137,9 +157,9 @@ def _timed_runs(state: EngineState, queries: list[str]) -> tuple[dict[str, list[
     return per, digest.hexdigest()[:16]
 
 
-def measure(n_chunks: int, n_queries: int) -> dict[str, Any]:
+def measure(n_chunks: int, n_queries: int, config: str = "documented") -> dict[str, Any]:
     """Medians per stage (warm), the fixed cost after a 20 ms wait, and a profile."""
-    state, embedder = _engine(n_chunks)
+    state, embedder = _engine(n_chunks, config)
     queries = make_queries(20 + 2 * n_queries + PROFILED, seed=11)
     for query in queries[:20]:
         run_job(make_job(query), state)
@@ -165,6 +185,7 @@ def measure(n_chunks: int, n_queries: int) -> dict[str, Any]:
     pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(15)
     return {
         "warm": {k: statistics.median(v) for k, v in warm.items()},
+        "p90": percentile(warm[TOTAL], 90),
         "fixed_after_wait": statistics.median(fixed),
         "sleep_overshoot": statistics.median(overshoot),
         "profile": out.getvalue(),
@@ -186,7 +207,7 @@ def _extract(revision: str) -> tempfile.TemporaryDirectory[str]:
     return tmp
 
 
-def _child(tree: Path, n_chunks: int, n_queries: int) -> dict[str, Any]:
+def _child(tree: Path, n_chunks: int, n_queries: int, config: str) -> dict[str, Any]:
     env = {**os.environ, "ZERDA_BENCH_TREE": str(tree), "PYTHONPATH": str(tree)}
     done = subprocess.run(
         [
@@ -195,6 +216,7 @@ def _child(tree: Path, n_chunks: int, n_queries: int) -> dict[str, Any]:
             "--child",
             *("--chunks", str(n_chunks)),
             *("--queries", str(n_queries)),
+            *("--config", config),
         ],
         env=env,
         capture_output=True,
@@ -209,6 +231,7 @@ def _combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     stages = runs[0]["warm"].keys()
     return {
         "warm": {k: statistics.median(r["warm"][k] for r in runs) for k in stages},
+        "p90": statistics.median(r["p90"] for r in runs),
         "fixed_after_wait": statistics.median(r["fixed_after_wait"] for r in runs),
         "sleep_overshoot": statistics.median(r["sleep_overshoot"] for r in runs),
         "profile": runs[-1]["profile"],
@@ -222,6 +245,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=1_000)
     parser.add_argument("--queries", type=int, default=None, help="timed warm queries")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--config", choices=CONFIGS, default="documented", help="profile")
     parser.add_argument("--baseline", default="main", help="git revision to compare with")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--pairs", type=int, default=3, help="baseline/tree child pairs")
@@ -229,19 +253,20 @@ def main() -> None:
     args = parser.parse_args()
     n_queries = args.queries or (100 if args.quick else 400)
     if args.child:
-        print(json.dumps(measure(args.chunks, n_queries)))
+        print(json.dumps(measure(args.chunks, n_queries, args.config)))
         return
     header = [
         f"Machine: {describe_machine()}",
         f"Code: {describe_revision()}; {describe_load()} at start",
-        f"Method: sync runner (sync_api's), {args.chunks:,} chunks, 64-dim plain embed_fn, "
+        f"Method: sync runner (sync_api's), {args.config} configuration, "
+        f"{args.chunks:,} chunks, 64-dim plain embed_fn, "
         f"cache off, {n_queries} warm queries (medians), fixed cost after a 20 ms embedder "
         "wait = wall minus the embedder's own time",
     ]
     print("\n".join(header), flush=True)
     columns: dict[str, dict[str, Any]] = {}
     if args.no_baseline:
-        columns["this tree"] = measure(args.chunks, n_queries)
+        columns["this tree"] = measure(args.chunks, n_queries, args.config)
     else:
         base_runs: list[dict[str, Any]] = []
         tree_runs: list[dict[str, Any]] = []
@@ -250,12 +275,13 @@ def main() -> None:
                 # Alternate which goes first, so neither always runs second.
                 order = [(base_runs, Path(base_dir)), (tree_runs, _HERE.parent)]
                 for runs, tree in order if pair % 2 == 0 else order[::-1]:
-                    runs.append(_child(tree, args.chunks, n_queries))
+                    runs.append(_child(tree, args.chunks, n_queries, args.config))
                 print(f"  pair {pair + 1}/{args.pairs} measured", flush=True)
         columns[f"before ({args.baseline})"] = _combine(base_runs)
         columns["after (this tree)"] = _combine(tree_runs)
     names = list(next(iter(columns.values()))["warm"])
     rows = [[name, *(c["warm"].get(name, 0.0) for c in columns.values())] for name in names]
+    rows.append([TOTAL_P90, *(c["p90"] for c in columns.values())])
     rows.append(
         ["fixed cost after a 20 ms wait", *(c["fixed_after_wait"] for c in columns.values())]
     )
@@ -265,14 +291,15 @@ def main() -> None:
     last = list(columns.values())[-1]
     total = last["warm"][TOTAL]
     verdict = (
-        f"Sync run() at {args.chunks:,} chunks: {total:.3f} ms -> target <= {TARGET_MS} ms "
+        f"Sync run() at {args.chunks:,} chunks ({args.config}): {total:.3f} ms "
+        f"-> target <= {TARGET_MS} ms "
         f"{'MET' if total <= TARGET_MS else 'MISSED'} ({describe_load()} at end)"
     )
     print(table)
     print(verdict)
     print(last["profile"])
     write_summary(
-        "stage_cost",
+        "stage_cost" if args.config == "documented" else f"stage_cost_{args.config}",
         "\n\n".join(["\n".join(header), f"`{command_line()}`", table, verdict]),
     )
 
