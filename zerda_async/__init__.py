@@ -45,7 +45,7 @@ from zerda_async.errors import (
     IndexStateError,
     ZerdaError,
 )
-from zerda_async.pipeline import RunOptions
+from zerda_async.pipeline import RunOptions, StageTiming
 
 _compat.install()
 
@@ -74,6 +74,7 @@ __all__ = [
     "RunOptions",
     "ScoredChunk",
     "SourceQuality",
+    "StageTiming",
     "ZerdaError",
     "config_from_json",
     "config_from_toml",

@@ -1,8 +1,10 @@
-"""One request through :meth:`AsyncContextEngine.stream`, collected with its stage timings.
+"""One request through :meth:`AsyncContextEngine.run`, collected with its stage timings.
 
 The command line (``zerda query``) and the HTTP service both need the result
-*and* how long each stage took; :func:`run_timed` gathers both from the stage
-events, so there is one way to do it.
+*and* how long each stage took; :func:`run_timed` gathers both through the
+request's ``on_stage`` callback (:class:`~zerda_async.pipeline.StageTiming`),
+so there is one way to do it.  The result and a failed stage's exception come
+back from ``run()`` itself, unchanged.
 """
 
 from __future__ import annotations
@@ -13,14 +15,18 @@ import msgspec
 
 from zerda_async.core.models import ContextResult
 from zerda_async.engine import AsyncContextEngine
-from zerda_async.errors import ZerdaError
-from zerda_async.events import DoneEvent, ErrorEvent, event_name
-from zerda_async.pipeline import RunOptions
+from zerda_async.events import event_name
+from zerda_async.pipeline import RunOptions, StageTiming
 
 __all__ = ["STAGE_EVENTS", "TimedResult", "event_name", "run_timed"]
 
 STAGE_EVENTS = ("analysis", "retrieved", "filtered", "ranked", "composed", "guarded")
 """The stage event names, in pipeline order (``done`` or ``error`` follows)."""
+
+_EVENT_OF_STAGE = dict(
+    zip(("analysis", "retrieval", "filter", "rank", "compose", "guard"), STAGE_EVENTS, strict=True)
+)
+"""The stages whose timings are reported, under the name of their stream event."""
 
 
 class TimedResult(msgspec.Struct):
@@ -41,27 +47,30 @@ async def run_timed(
 ) -> TimedResult:
     """Run ``query`` with ``options`` (one :class:`RunOptions`) and collect its stage timings.
 
-    Raises :class:`TimeoutError` past ``timeout`` seconds, and a failed
-    stage's exception itself (unchanged: its type, message and the note that
-    names the stage, :func:`zerda_async.errors.failed_stage`).
+    The timings are keyed as the stream's events are (``analysis``,
+    ``retrieved``, ...); a cache hit reports its lookup, which analysed the
+    query, as ``analysis``.  Raises :class:`TimeoutError` past ``timeout``
+    seconds, and a failed stage's exception itself (unchanged: its type,
+    message and the note that names the stage,
+    :func:`zerda_async.errors.failed_stage`).
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    events = engine.stream(query, timeout=timeout, options=options)
-    async with events:
-        async for event in events:
-            if isinstance(event, DoneEvent):
-                return TimedResult(
-                    result=event.result,
-                    timings_ms=timings,
-                    request_id=event.request_id,
-                    total_ms=(time.perf_counter() - started) * 1000,
-                )
-            if isinstance(event, ErrorEvent):
-                # The stage's own exception, unchanged (its note names the
-                # stage): the CLI and the service report it by its type.
-                error = events.error
-                assert error is not None, "an error event comes with its request's exception"
-                raise error
-            timings[event_name(event)] = event.duration_ms
-    raise ZerdaError("the event stream ended without a result")
+    seen: list[StageTiming] = []
+
+    def on_stage(done: StageTiming) -> None:
+        seen.append(done)
+        name = _EVENT_OF_STAGE.get(done.stage)
+        if name is not None:
+            timings[name] = done.duration_ms
+
+    hooked = msgspec.structs.replace(options or RunOptions(), on_stage=on_stage)
+    result = await engine.run(query, timeout=timeout, options=hooked)
+    if result.metadata.get("from_cache") and seen:
+        timings["analysis"] = seen[0].duration_ms  # the cache lookup's
+    return TimedResult(
+        result=result,
+        timings_ms=timings,
+        request_id=seen[0].request_id if seen else "",
+        total_ms=(time.perf_counter() - started) * 1000,
+    )

@@ -13,6 +13,8 @@ from zerda_async.pipeline._job import (
     Ahead,
     Job,
     RunOptions,
+    StageHook,
+    StageTiming,
     check_run_keywords,
     make_job,
 )
@@ -50,6 +52,8 @@ __all__ = [
     "RunnerSettings",
     "Stage",
     "StageCallback",
+    "StageHook",
+    "StageTiming",
     "StoreDown",
     "apply_group",
     "apply_stage",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,10 +20,30 @@ __all__ = [
     "Ahead",
     "Job",
     "RunOptions",
+    "StageHook",
+    "StageTiming",
     "check_run_keywords",
     "make_job",
     "options_cache_suffix",
 ]
+
+
+class StageTiming(msgspec.Struct, frozen=True):
+    """One stage of one request that has finished, as ``RunOptions.on_stage`` receives it.
+
+    ``stage`` is the stage's name (``"cache_lookup"``, ``"analysis"``, ...,
+    ``"adaptive_record"``: :data:`~zerda_async.pipeline.STAGES` order),
+    ``duration_ms`` the time the stage itself took, and ``request_id`` the
+    request's id (``"r1"``, ...; empty in the sync runner, which numbers none).
+    """
+
+    stage: str
+    duration_ms: float
+    request_id: str
+
+
+StageHook = Callable[[StageTiming], object]
+"""The type of ``RunOptions.on_stage``: a plain (not ``async``) callable."""
 
 
 class RunOptions(msgspec.Struct, frozen=True):
@@ -37,6 +58,13 @@ class RunOptions(msgspec.Struct, frozen=True):
     (the language of :mod:`zerda_async.core.filter_language`); ``template``
     composes this request with another template (``None``: the configuration's).
     Both are opt-in: unset, a run is the documented one.
+
+    ``on_stage`` is called with a :class:`StageTiming` as each stage of the
+    request finishes, in pipeline order (see docs/api.md, "Stage timings"):
+    a plain callable, run between two stages of the walk, so keep it short.
+    An exception it raises does not stop the request: every stage still
+    runs, then the call raises that exception (with a note naming the
+    stage) instead of returning the result.  Unset, it costs nothing.
     """
 
     metadata_filters: dict[str, Any] | None = None
@@ -47,12 +75,14 @@ class RunOptions(msgspec.Struct, frozen=True):
     session_id: str | None = None
     filters: dict[str, Any] | None = None
     template: str | None = None
+    on_stage: StageHook | None = None
 
 
 RUN_KEYWORDS: tuple[str, ...] = tuple(
-    name for name in RunOptions.__struct_fields__ if name != "session_id"
+    name for name in RunOptions.__struct_fields__ if name not in ("session_id", "on_stage")
 )
-"""The keyword arguments of ``run()`` (``session_id`` is the async engine's own)."""
+"""The keyword arguments of ``run()`` (``session_id`` is the async engine's own, and
+``on_stage`` is given in a :class:`RunOptions` only)."""
 
 
 @dataclass(slots=True)
@@ -149,7 +179,12 @@ def _check_options_alone(
 
 
 def check_run_options(options: RunOptions) -> None:
-    """Raise ``ConfigError`` naming a bad ``filters`` key or ``template``, before submission."""
+    """Raise ``ConfigError`` naming a bad ``filters`` key or ``template``, before submission.
+
+    A bad ``on_stage`` (not callable, or an ``async`` function) raises ``TypeError``.
+    """
+    if options.on_stage is not None:
+        _check_hook(options.on_stage)
     if options.filters is not None:
         if not isinstance(options.filters, Mapping):
             raise ConfigError(
@@ -160,6 +195,19 @@ def check_run_options(options: RunOptions) -> None:
         raise ConfigError(
             f"template: unknown template {options.template!r}; "
             f"expected one of {sorted(TEMPLATE_NAMES)}"
+        )
+
+
+def _check_hook(hook: Any) -> None:
+    """``TypeError`` for an ``on_stage`` that is not a plain callable."""
+    if not callable(hook):
+        raise TypeError(f"on_stage must be callable, got {type(hook).__name__}")
+    if inspect.iscoroutinefunction(hook) or inspect.iscoroutinefunction(
+        getattr(hook, "__call__", None)  # noqa: B004 (an instance with an async __call__)
+    ):
+        raise TypeError(
+            f"on_stage must be a plain callable, got the async function {hook!r}: "
+            "the walk calls it between two stages and cannot await it"
         )
 
 

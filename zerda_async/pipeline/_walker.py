@@ -1,7 +1,8 @@
 """The walker: the one loop over the stage list for one job, used by both runners.
 
 :func:`walk` applies each stage in order — timing it, naming it on an
-exception, logging it, reporting it to the caller's ``on_stage`` — and stops
+exception, logging it, reporting it to the runner's ``on_stage`` and to the
+request's own (``RunOptions.on_stage``) — and stops
 at a cache hit (but for a stage that follows one: a session's turn).  A
 stage the async runner already applied ahead (its speculation, see
 :class:`~._job.Ahead`) is kept when it still holds and applied again when
@@ -21,7 +22,7 @@ from typing import Any, TypeVar
 
 from zerda_async.core.models import ContextResult
 from zerda_async.errors import annotate_stage_error
-from zerda_async.pipeline._job import Job
+from zerda_async.pipeline._job import Job, StageHook, StageTiming
 from zerda_async.pipeline._observe import emit_stage_event
 from zerda_async.pipeline._shared import release_cache_lock
 from zerda_async.pipeline._stages import STAGES, Stage, build_result
@@ -104,8 +105,12 @@ async def walk(
     """Run ``job`` through ``stages`` in order and return its result (see the module docstring).
 
     Exceptions propagate unchanged (the documented errors are part of the
-    contract) with a note naming the stage.
+    contract) with a note naming the stage.  An exception of the request's
+    ``on_stage`` callback is raised once every stage has run (a stage's own
+    exception, raised later in the walk, wins over it).
     """
+    hook = job.options.on_stage
+    hook_error: Exception | None = None
     try:
         for stage in stages:
             if job.result is not None and not stage.after_hit(job, state):
@@ -119,11 +124,31 @@ async def walk(
             emit_stage_event(job, stage.name, duration)
             if on_stage is not None:
                 on_stage(stage.name, duration)
+            if hook is not None:
+                hook_error = _call_hook(hook, job, stage.name, duration)
+                if hook_error is not None:
+                    hook = None  # the rest of the walk runs without it
     except Exception:
         if job.cache_locked:  # only with a shared cache store: never in the sync runner
             await release_cache_lock(job, state)
         raise
-    return build_result(job)
+    result = build_result(job)
+    if hook_error is not None:
+        raise hook_error
+    return result
+
+
+def _call_hook(hook: StageHook, job: Job, stage: str, duration: float) -> Exception | None:
+    """Call the request's ``on_stage``; what it raised (with a note), to raise after the walk."""
+    try:
+        hook(StageTiming(stage, duration, job.request_id))
+    except Exception as exc:
+        exc.add_note(
+            f"zerda-async: raised by the on_stage callback after stage {stage!r}; "
+            "the request ran every stage, its result was dropped"
+        )
+        return exc
+    return None
 
 
 def run_job(job: Job, state: EngineState, stages: Sequence[Stage] = STAGES) -> ContextResult:
