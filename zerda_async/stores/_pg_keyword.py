@@ -26,7 +26,7 @@ import numpy as np
 import psycopg
 from numpy.typing import NDArray
 
-from ..core.index import WEIGHT_CACHE_POSTINGS, bm25_idf, bm25_weights
+from ..core.index import WEIGHT_CACHE_POSTINGS, bm25_idf, bm25_weights, query_coverage
 from ..runtime import run_in_thread
 from ._pg_blocks import unpack
 from ._pg_rows import ATTEMPTS, best_rows
@@ -90,8 +90,9 @@ async def keyword_rows(
     result is that of one version unless writes commit during each of
     :data:`~._pg_rows.ATTEMPTS` scorings (the last takes the rows as read).
     The scoring runs in a worker thread (``limiter``: how many at once).
-    ``coverage`` is each hit's query coverage, computed as the in-memory
-    index's :meth:`~zerda_async.core.index.KeywordIndex.coverage` does.
+    ``coverage`` is each hit's query coverage, by the in-memory index's own
+    :func:`~zerda_async.core.index.query_coverage` over the same
+    ``(idf, positions)`` pairs, in query order.
     """
     rows: list[Any] | None = None
     for attempt in range(ATTEMPTS):
@@ -106,29 +107,8 @@ async def keyword_rows(
             break
     assert rows is not None
     positions = np.array([int(r[0]) for r in rows], dtype=np.int64)
-    shares = _coverage(held, positions).tolist()
+    shares = query_coverage(held, positions).tolist()
     return [(*row, share) for row, share in zip(rows, shares, strict=True)]
-
-
-def _coverage(
-    held: list[tuple[float, NDArray[np.int64] | None]], positions: NDArray[np.int64]
-) -> NDArray[np.float64]:
-    """Per position, the idf-weighted share of the query terms it holds.
-
-    ``held`` is each distinct query term's idf and positions (``None``: no
-    chunk holds it), in query order; the sums run in that order, as
-    :meth:`~zerda_async.core.index.KeywordIndex.coverage` runs them, so the
-    values are the in-memory index's.
-    """
-    found = np.zeros(positions.shape[0], dtype=np.float64)
-    total = 0.0
-    for weight, docs in held:
-        total += weight
-        if docs is None or docs.shape[0] == 0 or positions.shape[0] == 0:
-            continue
-        at = np.minimum(np.searchsorted(docs, positions), docs.shape[0] - 1)
-        found[docs[at] == positions] += weight
-    return found / total if total > 0 else found
 
 
 async def _scored(

@@ -16,6 +16,7 @@ from .keyword_index import (
     KeywordIndex,
     bm25_idf,
     bm25_weights,
+    query_coverage,
 )
 from .metadata_index import MetadataIndex
 from .vector_index import COSINE_DECIMALS, VECTOR_DTYPES, VectorDType, VectorIndex, unit_rows
@@ -34,5 +35,6 @@ __all__ = [
     "VectorIndex",
     "bm25_idf",
     "bm25_weights",
+    "query_coverage",
     "unit_rows",
 ]

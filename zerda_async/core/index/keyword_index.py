@@ -20,7 +20,7 @@ snapshot simply has no postings for newer ids), so appending never copies it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,7 +32,15 @@ from .postings import PostingSegment, merge_segments, segment_from_batches
 from .segments import trailing_merge_count
 from .tokens import encode_texts
 
-__all__ = ["BM25_B", "BM25_K1", "WEIGHT_CACHE_POSTINGS", "KeywordIndex", "bm25_idf", "bm25_weights"]
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "WEIGHT_CACHE_POSTINGS",
+    "KeywordIndex",
+    "bm25_idf",
+    "bm25_weights",
+    "query_coverage",
+]
 
 BM25_K1 = 1.5
 """BM25 term-frequency saturation constant."""
@@ -257,22 +265,15 @@ class KeywordIndex:
         absolute measure in [0, 1] (unlike a BM25 score, it does not grow with the
         corpus or the query's length), 0 for every position when ``terms`` is empty.
         """
-        found = np.zeros(positions.shape[0], dtype=np.float64)
         unique = list(dict.fromkeys(terms))
         if not unique or self.n_live == 0:
-            return found
-        total = 0.0
+            return np.zeros(positions.shape[0], dtype=np.float64)
+        held: list[tuple[float, NDArray[np.signedinteger[Any]] | None]] = []
         for term in unique:
-            held = self.term_weights(term)
-            weight = bm25_idf(self.n_live, 0 if held is None else int(held[0].shape[0]))
-            total += weight
-            if held is None or positions.shape[0] == 0:
-                continue
-            docs = held[0]
-            # Postings are ascending, so a binary search tells whether each position is one.
-            at = np.minimum(np.searchsorted(docs, positions), docs.shape[0] - 1)
-            found[docs[at] == positions] += weight
-        return found / total if total > 0 else found
+            found = self.term_weights(term)
+            docs = None if found is None else found[0]
+            held.append((bm25_idf(self.n_live, 0 if docs is None else int(docs.shape[0])), docs))
+        return query_coverage(held, positions)
 
     def scores(self, terms: Sequence[str]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
         """Positions with a positive BM25 score for the distinct ``terms`` (ascending), scores.
@@ -292,6 +293,30 @@ class KeywordIndex:
                 scores[found[0]] += found[1]
         hits = np.flatnonzero(scores > 0)
         return hits, scores[hits]
+
+
+def query_coverage(
+    held: Iterable[tuple[float, NDArray[np.signedinteger[Any]] | None]],
+    positions: NDArray[np.signedinteger[Any]],
+) -> NDArray[np.float64]:
+    """Per position, the idf-weighted share of the query terms it holds.
+
+    ``held`` is each distinct query term's idf and the ascending positions
+    holding it (``None`` or empty: none does), in query order; the sums run
+    in that order, so every index that passes the same pairs (the in-memory
+    :meth:`KeywordIndex.coverage`, the PostgreSQL store) gets the same
+    floats.  0 for every position when the idfs sum to 0.
+    """
+    found = np.zeros(positions.shape[0], dtype=np.float64)
+    total = 0.0
+    for weight, docs in held:
+        total += weight
+        if docs is None or docs.shape[0] == 0 or positions.shape[0] == 0:
+            continue
+        # Postings are ascending, so a binary search tells whether each position is one.
+        at = np.minimum(np.searchsorted(docs, positions), docs.shape[0] - 1)
+        found[docs[at] == positions] += weight
+    return found / total if total > 0 else found
 
 
 def bm25_idf(n_docs: int, df: int) -> float:
