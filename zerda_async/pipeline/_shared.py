@@ -253,21 +253,21 @@ async def store_composition(job: Job, state: EngineState) -> None:
         if job.guard_passed and state.cache is not None:
             state.cache.put_composition(job.cache_key, composition)
         return
-    try:
+    if job.guard_passed:
         key, version = job.cache_key, job.cache_version
-        if job.guard_passed:
-            value = msgspec.json.encode(composition).decode()
+        value = msgspec.json.encode(composition).decode()
+        try:
             await guarded(state, cache, lambda: cache.put(key, version, value))
-        if job.cache_locked:
-            job.cache_locked = False
-            await guarded(state, cache, lambda: cache.release(key, version))
-    except StoreUnavailableError:
-        state.bypassed["cache"] += 1
+        except StoreUnavailableError:
+            state.bypassed["cache"] += 1
+            return  # one bypass: the lock is left to expire, not released through a dead store
+    await release_cache_lock(job, state)
 
 
 async def release_cache_lock(job: Job, state: EngineState) -> None:
-    """Release the single-flight lock of ``job`` when it failed before storing its context,
-    so other replicas compute the key at once instead of waiting for the lock to expire."""
+    """Release the single-flight lock ``job`` holds (if any): after storing its context, or
+    when it failed before, so other replicas compute the key at once instead of waiting
+    for the lock to expire."""
     cache = state.stores.cache
     if not job.cache_locked or cache is None:
         return
