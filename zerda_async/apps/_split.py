@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from zerda_async.readers import PARAGRAPH_BREAK, SENTENCE_END
+
 __all__ = ["split_text"]
 
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
-_SENTENCE_END = re.compile(r"(?<=[.!?؟。])\s+")
 _HEADING = re.compile(r"^#{1,6}\s")
 
 
@@ -39,7 +39,7 @@ def _pieces(paragraph: str, max_chars: int) -> Iterator[str]:
         yield paragraph
         return
     current = ""
-    for sentence in _SENTENCE_END.split(paragraph):
+    for sentence in SENTENCE_END.split(paragraph):
         for piece in _hard_split(sentence.strip(), max_chars):
             if current and len(current) + 1 + len(piece) <= max_chars:
                 current = f"{current} {piece}"
@@ -58,7 +58,7 @@ def split_text(text: str, max_chars: int = 800) -> list[str]:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     chunks: list[str] = []
     current = ""
-    for raw in _PARAGRAPH_BREAK.split(text):
+    for raw in PARAGRAPH_BREAK.split(text):
         paragraph = raw.strip()
         if not paragraph:
             continue

@@ -21,10 +21,14 @@ import msgspec
 
 from ._document import Document
 
-__all__ = ["DocumentChunk", "chunk_document", "chunk_spans"]
+__all__ = ["PARAGRAPH_BREAK", "SENTENCE_END", "DocumentChunk", "chunk_document", "chunk_spans"]
 
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
-_SENTENCE_END = re.compile(r"(?<=[.!?؟。])\s+")
+PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+"""A blank line (spaces or tabs allowed on it): where one paragraph ends and the next begins."""
+
+SENTENCE_END = re.compile(r"(?<=[.!?؟。])\s+")
+"""The white space after a sentence's final mark (Latin, Arabic ``؟`` or CJK ``。``)."""
+
 _NON_SPACE = re.compile(r"\S")
 
 
@@ -92,7 +96,7 @@ def _pieces(text: str, start: int, end: int, max_chars: int) -> Iterator[tuple[i
         yield start, end
         return
     current: tuple[int, int] | None = None
-    for s_start, s_end in _split_at(text, start, end, _SENTENCE_END):
+    for s_start, s_end in _split_at(text, start, end, SENTENCE_END):
         for piece in _hard_cuts(text, s_start, s_end, max_chars):
             if current is not None and piece[1] - current[0] <= max_chars:
                 current = (current[0], piece[1])
@@ -114,7 +118,7 @@ def chunk_spans(
     spans: list[tuple[int, int]] = []
     for seg_start, seg_end in pairwise(bounds):
         current: tuple[int, int] | None = None
-        for p_start, p_end in _split_at(text, seg_start, seg_end, _PARAGRAPH_BREAK):
+        for p_start, p_end in _split_at(text, seg_start, seg_end, PARAGRAPH_BREAK):
             for piece in _pieces(text, p_start, p_end, max_chars):
                 if current is not None and piece[1] - current[0] <= max_chars:
                     current = (current[0], piece[1])
