@@ -116,6 +116,9 @@ _POSITIVE_FIELDS: tuple[tuple[str, str], ...] = (
     ("cache", "ttl_seconds"),
 )
 
+# The fusion's sizes (additions), checked with the fusion mode, before the ranges.
+_FUSION_SIZES: tuple[tuple[str, str], ...] = (("retriever", "rrf_k"), ("retriever", "fusion_depth"))
+
 # Lengths that may be zero but not negative.
 _NON_NEGATIVE_FIELDS: tuple[tuple[str, str], ...] = (
     ("filter_cfg", "min_chunk_length"),
@@ -162,10 +165,15 @@ def _check_fusion(config: Validatable) -> None:
         raise ConfigError(
             f"retriever.fusion must be one of {sorted(FUSION_MODES)}, got {retriever.fusion!r}"
         )
-    for name in ("rrf_k", "fusion_depth"):
-        value = getattr(retriever, name)
+    _check_positive(config, _FUSION_SIZES)
+
+
+def _check_positive(config: Validatable, fields: tuple[tuple[str, str], ...]) -> None:
+    """``ConfigError`` naming the first of ``fields`` that is not an integer > 0."""
+    for section, name in fields:
+        value = getattr(getattr(config, section), name)
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ConfigError(f"retriever.{name} must be a positive integer, got {value!r}")
+            raise ConfigError(f"{section}.{name} must be a positive integer, got {value!r}")
 
 
 def _is_number(value: Any) -> bool:
@@ -188,10 +196,7 @@ def _check_ranges(config: Validatable) -> None:
         value = getattr(getattr(config, section), name)
         if not _is_finite(value):
             raise ConfigError(f"{section}.{name} must be a finite number, got {value!r}")
-    for section, name in _POSITIVE_FIELDS:
-        value = getattr(getattr(config, section), name)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ConfigError(f"{section}.{name} must be a positive integer, got {value!r}")
+    _check_positive(config, _POSITIVE_FIELDS)
     for section, name in _NON_NEGATIVE_FIELDS:
         value = getattr(getattr(config, section), name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
