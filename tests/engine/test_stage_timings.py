@@ -10,6 +10,7 @@ from support.corpus import CORPUS, QUERIES
 from support.embedding import hashed_embedding
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig, RunOptions, StageTiming
+from zerda_async.apps._runs import STAGE_EVENTS, run_timed
 from zerda_async.errors import failed_stage
 from zerda_async.pipeline import STAGES, EngineState, make_job, run_job
 
@@ -155,3 +156,21 @@ async def test_on_stage_is_not_a_run_keyword() -> None:
         await eng.index(CORPUS, embed_fn=hashed_embedding)
         with pytest.raises(TypeError, match="unexpected keyword argument 'on_stage'"):
             await eng.run_many(QUERIES[:1], on_stage=print)
+
+
+async def test_the_apps_timings_keep_the_event_names_and_errors_pass_through() -> None:
+    def embed(text: str) -> Any:
+        if text == "the embedder fails on this one":
+            raise RuntimeError("embedder down")
+        return hashed_embedding(text)
+
+    async with engine() as eng:
+        await eng.index(CORPUS, embed_fn=embed)
+        miss = await run_timed(eng, QUERIES[4])
+        hit = await run_timed(eng, QUERIES[4])
+        with pytest.raises(RuntimeError, match="embedder down") as raised:
+            await run_timed(eng, "the embedder fails on this one")
+    assert list(miss.timings_ms) == list(STAGE_EVENTS) and miss.request_id
+    assert hit.result.metadata.get("from_cache") and list(hit.timings_ms) == ["analysis"]
+    assert hit.result.context == miss.result.context
+    assert failed_stage(raised.value) == "retrieval"  # the embedder's own exception
