@@ -78,6 +78,7 @@ def test_recommended_differs_only_where_intended() -> None:
         "composer.relevance_floor",
         "composer.min_query_coverage",
         "composer.min_vector_margin",
+        "history_enrichment",
     }
     assert rec["retriever.text_analyzer"] == best_multilingual()
     assert rec["retriever.fusion"] == "convex" and rec["ranking.mode"] == "evidence"

@@ -41,7 +41,8 @@ KINDS = ["process", "memory-sessions", "memory", "redis", "postgresql"]
 engine's own cache (``zerda serve --state memory``); the others share both stores."""
 
 QUESTIONS = [
-    "How is Arabic coffee served?",
+    # Refers back ("and ..."): the recommended history_enrichment enriches only such questions.
+    "And how is Arabic coffee served?",
     "Where does the Nile reach the sea?",
     "What does BM25 reward?",
     "How do growers pollinate date palms?",

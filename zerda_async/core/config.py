@@ -239,6 +239,13 @@ class ContextEngineConfig(msgspec.Struct):
     language: str = "auto"
     enable_adaptive: bool = True
     multi_turn: bool = True
+    # Opt-in, not in the documented package (its value is the default):
+    history_enrichment: str = "always"
+    """When a conversation's answered turns enrich its next query (``multi_turn`` on):
+    ``always`` (documented: every query), ``refers_back`` (only a query that points back
+    with a pronoun, a demonstrative or an ellipsis, Arabic or English:
+    :func:`zerda_async.core.followups.refers_back`), or ``never`` (turns are still
+    recorded).  A query left alone is retrieved, and cached, as a plain query."""
 
     @classmethod
     def recommended(cls) -> ContextEngineConfig:
@@ -264,7 +271,11 @@ class ContextEngineConfig(msgspec.Struct):
           no chunk holds 15% of the query's idf-weighted terms) unless a chunk's
           cosine stands ``min_vector_margin = 0.05`` above the vector list's last
           (a question in another language than the documents), and the ``"auto"``
-          template (Arabic or English by the query).
+          template (Arabic or English by the query);
+        * ``history_enrichment = "refers_back"``: a session's question is enriched
+          with its previous turns only when it refers back to them ("when was it
+          founded?", "ماذا عن عاصمتها؟"), so a question on another subject is not
+          steered to the previous one's documents (``bench/bench_followups.py``).
 
         Each call returns a new, independent configuration, validated.
         """
@@ -295,6 +306,7 @@ class ContextEngineConfig(msgspec.Struct):
         config.composer.relevance_floor = RECOMMENDED_RELEVANCE_FLOOR
         config.composer.min_query_coverage = RECOMMENDED_MIN_QUERY_COVERAGE
         config.composer.min_vector_margin = RECOMMENDED_MIN_VECTOR_MARGIN
+        config.history_enrichment = "refers_back"
         return config.validate()
 
     def validate(self) -> ContextEngineConfig:

@@ -33,8 +33,10 @@ from .templates import TEMPLATE_NAMES
 
 __all__ = [
     "FUSION_MODES",
+    "HISTORY_ENRICHMENT_MODES",
     "PACKING_MODES",
     "Validatable",
+    "check_history_enrichment",
     "check_packing_fields",
     "validate_config",
 ]
@@ -74,6 +76,8 @@ class _Filter(Protocol):
 class Validatable(Protocol):
     """The parts of a ``ContextEngineConfig`` that :func:`validate_config` reads by attribute."""
 
+    @property
+    def history_enrichment(self) -> str: ...
     @property
     def composer(self) -> _Composer: ...
     @property
@@ -176,6 +180,22 @@ def _check_positive(config: Validatable, fields: tuple[tuple[str, str], ...]) ->
             raise ConfigError(f"{section}.{name} must be a positive integer, got {value!r}")
 
 
+HISTORY_ENRICHMENT_MODES: frozenset[str] = frozenset({"always", "refers_back", "never"})
+"""The values of ``ContextEngineConfig.history_enrichment`` (``always`` is the documented one)."""
+
+
+def check_history_enrichment(value: Any) -> None:
+    """Raise :class:`ConfigError` naming ``history_enrichment`` unless ``value`` is a known mode.
+
+    An addition to the documented package, so the history stage checks it on
+    every run too (an unvalidated ``sync_api`` configuration included).
+    """
+    if not isinstance(value, str) or value not in HISTORY_ENRICHMENT_MODES:
+        raise ConfigError(
+            f"history_enrichment must be one of {sorted(HISTORY_ENRICHMENT_MODES)}, got {value!r}"
+        )
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -211,7 +231,7 @@ def validate_config(config: Validatable) -> None:
     positive ``rrf_k`` and ``fusion_depth``, weights that are finite and
     >= 0, thresholds that are finite, positive budgets, sizes and the cache TTL,
     non-negative minimum lengths, and a length window whose minimum is not above
-    its maximum.  ``composer.relevance_floor``, ``composer.min_query_coverage`` and
+    its maximum, and the ``history_enrichment`` mode.  ``composer.relevance_floor``, ``composer.min_query_coverage`` and
     ``composer.min_vector_margin`` (additions to the documented package) are
     fractions in [0, 1].
     """
@@ -228,6 +248,7 @@ def validate_config(config: Validatable) -> None:
         composer.min_vector_margin,
     )
     _check_fusion(config)
+    check_history_enrichment(config.history_enrichment)
     _check_ranges(config)
     if config.filter_cfg.min_chunk_length > config.filter_cfg.max_chunk_length:
         raise ConfigError(

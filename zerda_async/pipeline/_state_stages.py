@@ -13,7 +13,9 @@ import time
 from typing import Any
 
 import zerda_async.pipeline._shared as _shared
+from zerda_async.core.followups import refers_back
 from zerda_async.core.models import Composition, ContextResult
+from zerda_async.core.validation import check_history_enrichment
 from zerda_async.pipeline._cache_keys import local_context_key
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._stage import Stage
@@ -98,9 +100,24 @@ def enriched_query(job: Job, state: EngineState) -> Any:
     """
     session_id = job.options.session_id
     history = state.history if session_id is None else state.sessions.get(session_id)
-    if job.options.use_history and history and state.config.multi_turn:
+    if job.options.use_history and history and state.config.multi_turn and _may_enrich(job, state):
         return history.get_enriched_query(job.query, n=2)
     return job.query
+
+
+def _may_enrich(job: Job, state: EngineState) -> bool:
+    """Whether ``config.history_enrichment`` lets the turns enrich ``job``'s query.
+
+    ``always`` is the documented rule (any query, with the last two answered
+    turns); ``refers_back`` only a query that points back to them
+    (:func:`~zerda_async.core.followups.refers_back`), ``never`` none.  An
+    unknown mode raises :class:`~zerda_async.errors.ConfigError` naming the field.
+    """
+    mode = state.config.history_enrichment
+    if mode == "always":
+        return True
+    check_history_enrichment(mode)
+    return mode == "refers_back" and refers_back(job.query)
 
 
 def _enrich(job: Job, state: EngineState) -> None:
@@ -119,15 +136,17 @@ async def _enrich_async(job: Job, state: EngineState) -> None:
         _enrich(job, state)
         return
     # Read at the request's turn: every turn completed before, on any replica.
+    # A query the mode leaves alone needs no read of the store.
     job.effective_query = job.query
-    if job.options.use_history:
+    if job.options.use_history and _may_enrich(job, state):
         history = await _shared.read_history(state, session_id)
         job.effective_query = history.get_enriched_query(job.query, n=2)
     job.enriched = True
 
 
 class HistoryEnrichment(Stage):
-    """Step 1: prefix the query with the recent answered turns of its conversation.
+    """Step 1: prefix the query with the recent answered turns of its conversation
+    (every query, or as ``config.history_enrichment`` asks).
 
     Nothing left to do when the async engine's cache lookup enriched already.
     """
