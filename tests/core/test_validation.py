@@ -97,3 +97,22 @@ def test_recommended_packing_settings() -> None:
     assert config_from_json(config_to_json(ContextEngineConfig.recommended())) == (
         ContextEngineConfig.recommended()
     )
+
+
+@pytest.mark.parametrize("value", ["sometimes", "Refers_back", "", None, True, 1])
+def test_history_enrichment_must_be_a_known_mode(value: Any) -> None:
+    config = ContextEngineConfig()
+    config.history_enrichment = value
+    with pytest.raises(ConfigError, match=r"^history_enrichment must be one of "):
+        config.validate()
+
+
+def test_history_enrichment_modes_and_profiles() -> None:
+    assert ContextEngineConfig().history_enrichment == "always"  # documented
+    assert ContextEngineConfig.recommended().history_enrichment == "refers_back"
+    for mode in ("always", "refers_back", "never"):
+        config = ContextEngineConfig()
+        config.history_enrichment = mode
+        assert config_from_json(config_to_json(config.validate())).history_enrichment == mode
+    with pytest.raises(ConfigError, match="history_enrichment"):
+        config_from_json('{"history_enrichment": 3}')

@@ -217,8 +217,8 @@ def _suffixed_word(word: str) -> bool:
         return True  # a noun in "ة" with "ه": "علاقته", "وفاته"
     if not core.endswith(_AR_NOUN_SUFFIXES):
         return False
-    if core.endswith(_AR_NATURAL_ENDINGS):
-        return False
+    if core.endswith(_AR_NATURAL_ENDINGS) or core[:-1].endswith(_AR_NATURAL_ENDINGS):
+        return False  # also with the accusative alif: "درهما"
     stem = core[:-3] if core.endswith("هما") else core[:-2]
     return stem not in _AR_QUANTIFIERS
 
