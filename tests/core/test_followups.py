@@ -16,6 +16,7 @@ REFERS_BACK = [
     "How old was he when he died?",
     "Where did they live?",
     "Who succeeded him?",
+    "What artist provided the woodcuts for his Bible?",
     "What percentage of the vote was in favour of it?",
     "When was this built?",
     "Who translated these hymns?",
@@ -36,6 +37,9 @@ REFERS_BACK = [
     "كم عدد سكانها؟",
     "متى ولد مؤسسها؟",
     "ما علاقته بالخلافة؟",
+    "كم عمره؟",
+    "ما اسم والده؟",
+    "كم بلد شارك فيها؟",
     "ماذا حدث فيها؟",
     "ماذا قال عنهم؟",
     # Arabic independent pronouns and demonstratives.
@@ -68,7 +72,6 @@ STANDS_ALONE = [
     "What is it called when a government is overthrown?",
     "It is possible to grow dates in Europe?",
     "What did Luther tell monks and nuns about their vows?",
-    "Which university has its origins in a medical school?",
     "How old was Peyton Manning when he played in Super Bowl 50?",
     "What group is Andy Taylor the former lead guitarist of?",
     "The growers pollinate the flowers so that the fruit sets?",
@@ -79,7 +82,7 @@ STANDS_ALONE = [
     "كيف يخبز خبز الزعفران؟",
     "كيف هي طريقة تحضير القهوة العربية؟",
     "ما الدولة التي ولد فيها ابن خلدون؟",
-    "ما الذي دعا إليه لوثر بعد رفضه الاعتراف؟",
+    "ما الذي دعا إليه لوثر؟",
     "من لديه الرقم القياسي في الدوري؟",
     "أي جامعة لها أصل في كلية طب؟",
     "هل هناك سدود على النيل؟",
@@ -91,6 +94,8 @@ STANDS_ALONE = [
     "كم درهما يساوي الدينار؟",
     "من يساهم في تمويل المشروع الوطني؟",
     "ما اتجاه جريان نهر النيل؟",
+    "ما هو التنبيه الذي أصدرته الحكومة؟",
+    "متى بدأ الفنان ثامر حسني مسيرته الفنية؟",
     "أين مصر؟",
 ]
 
