@@ -48,7 +48,8 @@ class StateMethods(EngineParts):
     async def record_answer(self, session_id: str, answer: str) -> bool:
         """Record the LLM's ``answer`` on the last turn of ``session_id``; False without a turn.
 
-        Answered turns enrich the session's later queries (``config.multi_turn``).
+        Answered turns enrich the session's later queries (``config.multi_turn``;
+        only those that refer back with ``config.history_enrichment = "refers_back"``).
         """
         store = self._state.stores.sessions
         if store is not None:
