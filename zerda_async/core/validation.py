@@ -230,10 +230,10 @@ def validate_config(config: Validatable) -> None:
     (a built-in one or ``"auto"``), the packing mode, the fusion mode with its
     positive ``rrf_k`` and ``fusion_depth``, weights that are finite and
     >= 0, thresholds that are finite, positive budgets, sizes and the cache TTL,
-    non-negative minimum lengths, and a length window whose minimum is not above
-    its maximum, and the ``history_enrichment`` mode.  ``composer.relevance_floor``, ``composer.min_query_coverage`` and
-    ``composer.min_vector_margin`` (additions to the documented package) are
-    fractions in [0, 1].
+    non-negative minimum lengths, a length window whose minimum is not above
+    its maximum, and the ``history_enrichment`` mode.  ``composer.relevance_floor``,
+    ``composer.min_query_coverage`` and ``composer.min_vector_margin`` (additions to
+    the documented package) are fractions in [0, 1].
     """
     template = config.composer.template
     if template not in TEMPLATE_NAMES:
