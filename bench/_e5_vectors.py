@@ -38,6 +38,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 import numpy as np
 from numpy.typing import NDArray
 
+from zerda_async.core.vector_floor import VectorFloor
+from zerda_async.embedders import E5_FLOOR
+
 __all__ = ["PASSAGE", "QUERY", "E5Embedder", "E5Vectors", "cosine_ranker", "e5_line"]
 
 CACHE = Path(__file__).resolve().parent / "out" / "cache" / "e5"
@@ -160,6 +163,8 @@ class E5Embedder:
     def __init__(self, vectors: E5Vectors) -> None:
         self.vectors = vectors
         self.name = "e5-small"
+        # The production embedder's calibration of the relevance floor (same model).
+        self.vector_floor: VectorFloor | None = E5_FLOOR
 
     def __call__(self, text: Any) -> Any:
         return self.vectors.query(text)

@@ -52,6 +52,8 @@ def floor_sweep(
         for margin in margins:
             config = ContextEngineConfig.recommended()
             config.composer.min_vector_margin = margin
+            # The fixed margin alone (the embedder's calibration: bench_floor.py).
+            config.composer.embedder_floor = False
             # The adaptive budget shrinks after a run of short contexts, and every
             # "nothing relevant" placeholder is one: with it on, each row would also
             # measure the flags of the questions asked before (see bench/README.md).

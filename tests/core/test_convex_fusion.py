@@ -163,6 +163,7 @@ def hybrid(config: ContextEngineConfig) -> HybridRetriever:
 
 def test_a_question_no_keyword_matches_is_answered_from_the_vector_list() -> None:
     config = convex_config()
+    config.composer.min_vector_margin = 0.05  # a fixed margin (the recommended profile: 0)
     found = hybrid(config).retrieve("أين يجري النيل", 2)
     assert ids(found) == ["nile", "desert"]
     assert found[0].query_coverage == 0.0  # annotated: no query word in it
@@ -231,7 +232,8 @@ def test_documented_config_is_unchanged_and_new_fields_validate() -> None:
     assert documented.composer.min_vector_margin == 0.0
     recommended = ContextEngineConfig.recommended()
     assert recommended.retriever.fusion == "convex"
-    assert recommended.composer.min_vector_margin == 0.05
+    assert recommended.composer.min_vector_margin == 0.0
+    assert recommended.composer.embedder_floor and not documented.composer.embedder_floor
     loaded = config_from_json(b'{"retriever": {"fusion": "convex", "fusion_depth": 80}}')
     assert loaded.validate().retriever.fusion_depth == 80
 

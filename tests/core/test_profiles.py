@@ -77,7 +77,7 @@ def test_recommended_differs_only_where_intended() -> None:
         "composer.packing",
         "composer.relevance_floor",
         "composer.min_query_coverage",
-        "composer.min_vector_margin",
+        "composer.embedder_floor",
         "history_enrichment",
     }
     assert rec["retriever.text_analyzer"] == best_multilingual()

@@ -31,6 +31,7 @@ from .templates import (
 )
 from .truncation import truncate
 from .validation import check_packing_fields
+from .vector_floor import VectorFloor, covers_query
 
 __all__ = ["SmartContextComposer", "compose_with_citations"]
 
@@ -55,6 +56,7 @@ class SmartContextComposer(ContextComposerStrategy):
 
     def __init__(self, config: ContextEngineConfig, counter: LengthCounter | None = None) -> None:
         self.cfg = config.composer
+        self._retriever_cfg = config.retriever
         self._counter: LengthCounter = counter or char_counter
         self._tmpl = TEMPLATES.get(self.cfg.template, TEMPLATES[DEFAULT_TEMPLATE])
         check_packing_fields(
@@ -78,6 +80,7 @@ class SmartContextComposer(ContextComposerStrategy):
         analysis: QueryAnalysis | None,
         budget: int,
         template: str | None = None,
+        vector_floor: VectorFloor | None = None,
     ) -> Composition:
         """:meth:`compose`, with the citations of the chunks in the context, in order.
 
@@ -85,12 +88,20 @@ class SmartContextComposer(ContextComposerStrategy):
         opt-in packing settings leave no chunk, the result says so
         (``nothing_relevant``).  ``template`` (a template name or ``"auto"``)
         replaces the configured template for this call only; ``None`` keeps it.
+        ``vector_floor`` is the embedder's calibration of the relevance floor
+        (:mod:`zerda_async.core.vector_floor`), used when
+        ``composer.embedder_floor`` is on.
         """
         name, tmpl = self._template_for(analysis, template)
         floor = self.cfg.relevance_floor
         if floor > 0:
             chunks = [sc for sc in chunks if sc.composite_score >= floor]
-        if not _covers_query(chunks, self.cfg.min_query_coverage, self.cfg.min_vector_margin):
+        if not covers_query(
+            chunks,
+            self.cfg.min_query_coverage,
+            self.cfg.min_vector_margin,
+            self._usable_floor(vector_floor),
+        ):
             chunks = []
         if not chunks:
             opted_in = floor > 0 or self.cfg.packing != "documented"
@@ -133,6 +144,22 @@ class SmartContextComposer(ContextComposerStrategy):
             "template": self.cfg.template,
             "length_unit": "tokens" if self._counter is not char_counter else "chars",
         }
+
+    def _usable_floor(self, vector_floor: VectorFloor | None) -> VectorFloor | None:
+        """``vector_floor`` when the configuration lets it decide, else ``None``.
+
+        It needs ``composer.embedder_floor``, convex fusion (the only one that
+        sets ``vector_margin``) and the ``fusion_depth`` it was calibrated at.
+        """
+        retriever = self._retriever_cfg
+        if (
+            vector_floor is None
+            or not self.cfg.embedder_floor
+            or retriever.fusion != "convex"
+            or retriever.fusion_depth != vector_floor.depth
+        ):
+            return None
+        return vector_floor
 
     def _template_for(
         self, analysis: QueryAnalysis | None, template: str | None = None
@@ -213,25 +240,6 @@ class SmartContextComposer(ContextComposerStrategy):
         return truncate(text, max_len, self._counter, _TRUNCATE_BACKOFF)
 
 
-def _covers_query(
-    chunks: Sequence[ScoredChunk], minimum: float, vector_margin: float = 0.0
-) -> bool:
-    """False when ``minimum`` is set and no chunk with a measured coverage reaches it.
-
-    Chunks whose ``query_coverage`` was not measured (``-1``: no keyword index saw
-    them) cannot show that nothing is relevant, so they never trigger it.  When
-    ``vector_margin`` is positive, a chunk whose ``vector_margin`` reaches it is
-    relevant too: the vector list found it standing out although the query's
-    words are not in it (a question in another language than the documents).
-    """
-    if minimum <= 0:
-        return True
-    if vector_margin > 0 and any(sc.vector_margin >= vector_margin for sc in chunks):
-        return True
-    measured = [sc.query_coverage for sc in chunks if sc.query_coverage >= 0]
-    return not measured or max(measured) >= minimum
-
-
 def compose_with_citations(
     composer: Any,
     chunks: list[ScoredChunk],
@@ -239,11 +247,13 @@ def compose_with_citations(
     budget: int,
     *,
     template: str | None = None,
+    vector_floor: VectorFloor | None = None,
 ) -> Composition:
     """Compose with any composer; citations come only from one whose ``compose`` is ours.
 
     ``template`` (a per-request template name or ``"auto"``; ``None`` for the
-    configured one) reaches only this package's composer.  An injected
+    configured one) and ``vector_floor`` (the embedder's calibration of the
+    relevance floor) reach only this package's composer.  An injected
     composer, a wrapper that delegates attributes, or a subclass that overrides
     :meth:`SmartContextComposer.compose` is called through its documented
     ``compose`` (so its own behaviour wins, with its own template) and cites
@@ -253,5 +263,5 @@ def compose_with_citations(
         isinstance(composer, SmartContextComposer)
         and type(composer).compose is SmartContextComposer.compose
     ):
-        return composer.compose_cited(chunks, analysis, budget, template)
+        return composer.compose_cited(chunks, analysis, budget, template, vector_floor)
     return Composition(composer.compose(chunks, analysis, budget))

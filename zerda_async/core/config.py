@@ -77,7 +77,9 @@ fused into the top 20; 50 measured above 20 and 30 and level with 100.
 """
 
 RECOMMENDED_MIN_VECTOR_MARGIN: float = 0.05
-"""The recommended profile's ``composer.min_vector_margin`` (``docs/hybrid.md``).
+"""A ``composer.min_vector_margin`` for multilingual-e5-small (``docs/hybrid.md``); the
+recommended profile now leaves the margin at 0 and takes the embedder's calibration
+(``composer.embedder_floor``).
 
 On the cosine scale of multilingual-e5-small: with lists of 50, the answer
 chunk of a cross-language question stood a median 0.065-0.07 above the list's
@@ -197,7 +199,14 @@ class ComposerConfig(msgspec.Struct):
     """When positive, a chunk whose ``vector_margin`` (its cosine minus the last cosine of the
     vector list, set by ``retriever.fusion = "convex"``) reaches it also passes the
     ``min_query_coverage`` check: strong vector evidence answers a question that shares no
-    words with the documents (another language).  0: keywords alone decide."""
+    words with the documents (another language).  0: keywords alone decide.  This margin
+    is on one embedder's cosine scale; ``embedder_floor`` takes the embedder's own."""
+    embedder_floor: bool = False
+    """When true, the ``min_query_coverage`` check also weighs the vector evidence with the
+    thresholds the embedder is calibrated with (its ``vector_floor``, see
+    ``zerda_async.core.vector_floor``): a chunk standing far enough above the vector list's
+    last passes whatever its words, and a keyword match passes only when the vector list
+    lists that chunk too.  An embedder without a calibration leaves the keyword check alone."""
 
 
 class GuardConfig(msgspec.Struct):
@@ -268,10 +277,10 @@ class ContextEngineConfig(msgspec.Struct):
           characters by query complexity, ``composer.packing = "fit"`` (skip what
           does not fit, cut at sentence ends, never cut the frame), a relevance
           floor, ``composer.min_query_coverage = 0.15`` (say "nothing relevant" when
-          no chunk holds 15% of the query's idf-weighted terms) unless a chunk's
-          cosine stands ``min_vector_margin = 0.05`` above the vector list's last
-          (a question in another language than the documents), and the ``"auto"``
-          template (Arabic or English by the query);
+          no chunk holds 15% of the query's idf-weighted terms), weighed with the
+          vector evidence on the embedder's own scale (``composer.embedder_floor``;
+          ``zerda_async.core.vector_floor``), and the ``"auto"`` template (Arabic
+          or English by the query);
         * ``history_enrichment = "refers_back"``: a session's question is enriched
           with its previous turns only when it refers back to them ("when was it
           founded?", "ماذا عن عاصمتها؟"), so a question on another subject is not
@@ -305,7 +314,7 @@ class ContextEngineConfig(msgspec.Struct):
         config.composer.packing = "fit"
         config.composer.relevance_floor = RECOMMENDED_RELEVANCE_FLOOR
         config.composer.min_query_coverage = RECOMMENDED_MIN_QUERY_COVERAGE
-        config.composer.min_vector_margin = RECOMMENDED_MIN_VECTOR_MARGIN
+        config.composer.embedder_floor = True
         config.history_enrichment = "refers_back"
         return config.validate()
 

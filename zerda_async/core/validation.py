@@ -57,6 +57,8 @@ class _Composer(Protocol):
     def min_query_coverage(self) -> float: ...
     @property
     def min_vector_margin(self) -> float: ...
+    @property
+    def embedder_floor(self) -> bool: ...
 
 
 class _Retriever(Protocol):
@@ -233,7 +235,8 @@ def validate_config(config: Validatable) -> None:
     non-negative minimum lengths, a length window whose minimum is not above
     its maximum, and the ``history_enrichment`` mode.  ``composer.relevance_floor``,
     ``composer.min_query_coverage`` and ``composer.min_vector_margin`` (additions to
-    the documented package) are fractions in [0, 1].
+    the documented package) are fractions in [0, 1], ``composer.embedder_floor`` a
+    bool.
     """
     template = config.composer.template
     if template not in TEMPLATE_NAMES:
@@ -247,6 +250,10 @@ def validate_config(config: Validatable) -> None:
         composer.min_query_coverage,
         composer.min_vector_margin,
     )
+    if not isinstance(composer.embedder_floor, bool):
+        raise ConfigError(
+            f"composer.embedder_floor must be true or false, got {composer.embedder_floor!r}"
+        )
     _check_fusion(config)
     check_history_enrichment(config.history_enrichment)
     _check_ranges(config)

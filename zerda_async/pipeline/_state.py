@@ -33,6 +33,7 @@ from zerda_async.core.retrieval import (
     VectorRetriever,
 )
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
+from zerda_async.core.vector_floor import VectorFloor, floor_of
 from zerda_async.embedders import Embedder
 from zerda_async.errors import MissingSourceQualityMap
 from zerda_async.stores import Stores
@@ -80,6 +81,8 @@ class EngineState:
         # (see the query_embedding stage); the sync facade's retriever embeds
         # queries itself.
         self.query_embedder: Embedder | None = None
+        # The sync facade's embedder's calibration of the relevance floor (set by index()).
+        self._index_floor: VectorFloor | None = None
         self._init_request_state(max_sessions, bounded_cache)
         # None until the first successful index(): the documented engine only
         # creates the map there, and an injected retriever used before that fails.
@@ -194,6 +197,17 @@ class EngineState:
             )
         return self.source_quality_map
 
+    @property
+    def vector_floor(self) -> VectorFloor | None:
+        """The calibration of the relevance floor of the embedder that embeds queries, if any.
+
+        The async engine's query embedder's, else the one ``index()`` was given
+        (``zerda_async.core.vector_floor``).
+        """
+        if self.query_embedder is not None:
+            return self.query_embedder.vector_floor
+        return self._index_floor
+
     # -- indexing ---------------------------------------------------------------
 
     def index(
@@ -223,6 +237,8 @@ class EngineState:
         if (embed_fn or batch_embed_fn) and vector_store_adapter is None:
             vec_ret.index_chunks(chunk_list, embed_fn, batch_embed_fn=batch_embed_fn)
         if self.retriever is None:
+            if embed_fn or batch_embed_fn:
+                self._index_floor = floor_of(embed_fn, batch_embed_fn)
             self.retriever = HybridRetriever(
                 config=self.config,
                 vector_retriever=vec_ret,

@@ -228,12 +228,21 @@ class HistoryRecord(Stage):
 
 
 class AdaptiveRecord(Stage):
-    """Step 11: feed the adaptive budget statistics."""
+    """Step 11: feed the adaptive budget statistics.
+
+    A run whose context says "nothing relevant" is not recorded: its
+    placeholder is short because nothing matched, not because answers fit in
+    less, and a run of off-topic questions would otherwise shrink the budget
+    of the next answerable one (the documented engine never flags a run, so
+    its statistics are unchanged).
+    """
 
     name = "adaptive_record"
 
     def apply(self, job: Job, state: EngineState) -> None:
         job.elapsed_ms = (time.perf_counter() - job.t_start) * 1000
+        if job.nothing_relevant:
+            return
         state.adaptive.record(
             query=job.query,
             analysis=job.analysis,
@@ -248,6 +257,8 @@ class AdaptiveRecord(Stage):
 
     async def apply_async(self, job: Job, state: EngineState) -> None:
         self.apply(job, state)
+        if job.nothing_relevant:
+            return
         sample = LearningSample(
             response_ms=job.elapsed_ms,
             context_length=len(job.context),
