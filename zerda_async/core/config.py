@@ -77,14 +77,11 @@ fused into the top 20; 50 measured above 20 and 30 and level with 100.
 """
 
 RECOMMENDED_MIN_VECTOR_MARGIN: float = 0.05
-"""A ``composer.min_vector_margin`` for multilingual-e5-small (``docs/hybrid.md``); the
-recommended profile now leaves the margin at 0 and takes the embedder's calibration
-(``composer.embedder_floor``).
+"""A fixed ``composer.min_vector_margin`` for multilingual-e5-small (``docs/hybrid.md``).
 
-On the cosine scale of multilingual-e5-small: with lists of 50, the answer
-chunk of a cross-language question stood a median 0.065-0.07 above the list's
-last cosine, an off-topic question's best chunk 0.04.  Another embedder needs
-its own value (its cosines spread differently).
+The recommended profile leaves the margin at 0 and takes the embedder's own
+calibration instead (``composer.embedder_floor``): a cosine margin means
+something only on the scale of the model it was measured on.
 """
 
 LengthCounter = Callable[[str], int]
@@ -202,11 +199,9 @@ class ComposerConfig(msgspec.Struct):
     words with the documents (another language).  0: keywords alone decide.  This margin
     is on one embedder's cosine scale; ``embedder_floor`` takes the embedder's own."""
     embedder_floor: bool = False
-    """When true, the ``min_query_coverage`` check also weighs the vector evidence with the
-    thresholds the embedder is calibrated with (its ``vector_floor``, see
-    ``zerda_async.core.vector_floor``): a chunk standing far enough above the vector list's
-    last passes whatever its words, and a keyword match passes only when the vector list
-    lists that chunk too.  An embedder without a calibration leaves the keyword check alone."""
+    """When true, the ``min_query_coverage`` check also weighs vector evidence with the
+    thresholds of the embedder's ``vector_floor`` (``zerda_async.core.vector_floor``);
+    an embedder without one leaves the keyword check alone."""
 
 
 class GuardConfig(msgspec.Struct):
