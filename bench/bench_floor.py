@@ -9,9 +9,9 @@ how ``composer`` decides "nothing relevant":
 * ``keyword only``: ``min_query_coverage = 0.15``, no vector evidence;
 * ``fixed margin 0.05``: the previous recommended profile (a chunk 0.05 above the
   vector list's last cosine passes, whatever the embedder);
-* ``e5 floor, accept only``: the embedder's calibration without the keyword
-  agreement (``agree = 0``);
-* ``e5 floor`` (recommended): ``composer.embedder_floor`` with ``E5_FLOOR``.
+* ``e5 floor`` (recommended): ``composer.embedder_floor`` with ``E5_FLOOR``;
+* ``e5 floor + agreement 0.01``: the same with the keyword-agreement test at
+  0.01 (a keyword-matched chunk must also stand 0.01 above the list's last).
 
 Question sets (``../shared/quality-data``, 400-character chunks): answerable in
 the chunks' language (XQuAD en over en, ar over ar, ARCD, COVID-QA on a few
@@ -62,8 +62,8 @@ Variant = tuple[str, bool, float, VectorFloor | None]
 VARIANTS: list[Variant] = [
     ("keyword only", False, 0.0, None),
     ("fixed margin 0.05", False, 0.05, None),
-    ("e5 floor, accept only", True, 0.0, VectorFloor(E5_FLOOR.accept, 0.0, E5_FLOOR.depth)),
     ("e5 floor (recommended)", True, 0.0, E5_FLOOR),
+    ("e5 floor + agreement 0.01", True, 0.0, VectorFloor(E5_FLOOR.accept, 0.01, E5_FLOOR.depth)),
 ]
 HEADERS = ["half", "kind", "questions -> chunks", "n"] + [v[0] for v in VARIANTS]
 
@@ -135,29 +135,47 @@ STEP = 0.005
 """Calibrated thresholds are multiples of this."""
 
 
-def derive(off_topic: Sequence[float], answerable: Sequence[tuple[float, float]]) -> str:
+def derive(
+    off_topic: Sequence[float],
+    answerable: dict[str, list[tuple[float, float]]],
+    across: Sequence[float],
+) -> str:
     """The calibration rule (docs/embedders.md) applied to the tune half's margins.
 
-    ``accept``: the 95th percentile of the off-topic questions' best margins,
-    rounded up to a multiple of ``STEP``.  ``agree``: the largest multiple of
-    ``STEP`` at which at most 0.5% of the answerable questions asked in the
-    documents' language would be flagged (best margin under ``accept`` and
-    keyword-matched margin under ``agree``): half of a 1% false-flag budget,
-    the other half left for data it was not derived on.
+    ``accept``: halfway between the median best margin of the off-topic
+    questions and that of the answerable questions asked in the other language
+    (``across``), rounded down to a multiple of ``STEP``: the two kinds overlap
+    on e5-small, and a threshold between their typical values weighs a lost
+    answer and a missed off-topic flag alike.  ``agree``: the largest multiple of
+    ``STEP`` at which, in each kind of answerable question (in the documents'
+    language, over a mixed corpus, over a mixed corpus in the other language),
+    at most 0.5% of those the keyword floor passes would be flagged (best
+    margin under ``accept`` and keyword-matched margin under ``agree``): half
+    of a 1% false-flag budget, the other half left for data it was not
+    derived on.
     """
-    if not off_topic or not answerable:
+    total = sum(len(kind) for kind in answerable.values())
+    if not off_topic or not total or not across:
         return "Calibration rule: no tune-half questions measured."
-    accept = math.ceil(float(np.quantile(off_topic, 0.95)) / STEP - 1e-9) * STEP
+    middle = (float(np.median(off_topic)) + float(np.median(across))) / 2
+    accept = math.floor(middle / STEP + 1e-9) * STEP
     agree = 0.0
     while agree + STEP <= accept:
         trial = agree + STEP
-        flagged = sum(best < accept and matched < trial for best, matched in answerable)
-        if flagged > 0.005 * len(answerable):
+        # Only the questions the keyword floor would have passed count: the
+        # agreement test must not cost answerable questions of any kind.
+        if any(
+            sum(best < accept and 0.0 <= matched < trial for best, matched in kind)
+            > 0.005 * len(kind)
+            for kind in answerable.values()
+        ):
             break
         agree = trial
     return (
-        f"Calibration rule on the tune half ({len(off_topic)} off-topic, {len(answerable)}"
-        f" answerable questions in the documents' language): accept = {accept:.3f},"
+        f"Calibration rule on the tune half ({len(off_topic)} off-topic, {len(across)}"
+        f" cross-language and {total} answerable questions over their own or a"
+        f" mixed corpus; medians {float(np.median(off_topic)):.3f} /"
+        f" {float(np.median(across)):.3f}): accept = {accept:.3f},"
         f" agree = {agree:.3f} (E5_FLOOR: {E5_FLOOR.accept} / {E5_FLOOR.agree})."
     )
 
@@ -251,7 +269,8 @@ def main() -> None:
     flagged: dict[tuple[str, str], list[float]] = {}
     found: dict[tuple[str, str], list[float]] = {}
     off_best: list[float] = []
-    matched: list[tuple[float, float]] = []
+    matched: dict[str, list[tuple[float, float]]] = {}
+    across: list[float] = []
     for kind, label, questions, corpus in plan:
         if corpus not in engines:
             engines[corpus] = make_engine(corpora[corpus], e5)
@@ -266,8 +285,10 @@ def main() -> None:
                 add(found, (half, kind), len(picked), answers)
             if half == "tune" and kind.startswith("off-topic, ") and "mixed" not in kind:
                 off_best += [best for best, _ in margins(engine, picked)]
-            if half == "tune" and kind in ("answerable, same language", "answerable, mixed corpus"):
-                matched += margins(engine, picked)
+            if half == "tune" and kind.startswith(("answerable, same", "answerable, mixed")):
+                matched.setdefault(kind, []).extend(margins(engine, picked))
+            if half == "tune" and kind == "answerable, cross-language":
+                across += [best for best, _ in margins(engine, picked)]
             print(" | ".join(str(c) for c in rows[-1]), file=sys.stderr, flush=True)
     sizes = ", ".join(f"{name}: {len(chunks)} chunks" for name, chunks in corpora.items())
     text = "\n".join(
@@ -284,7 +305,7 @@ def main() -> None:
             " through every variant in turn, on the same engine. Cells: share flagged"
             " 'nothing relevant' (answerable: false flags, lower is better; off-topic: higher"
             f" is better). E5_FLOOR = {E5_FLOOR}.",
-            derive(off_best, matched),
+            derive(off_best, matched, across),
             "",
             format_table(HEADERS, table(flagged)),
             "",

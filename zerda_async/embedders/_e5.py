@@ -57,14 +57,16 @@ of weights, so batching buys nothing here (``bench/bench_e5.py``: never faster
 than one text per call, several times slower in one run), and one text per
 call keeps each pass's memory small."""
 
-E5_FLOOR = VectorFloor(accept=0.065, agree=0.01, depth=50)
+E5_FLOOR = VectorFloor(accept=0.05, agree=0.0, depth=50)
 """The relevance floor's vector evidence for multilingual-e5-small (``docs/embedders.md``).
 
 Margins are cosines minus the last of a 50-deep vector list, derived by
 ``bench/bench_floor.py`` on one half of the public sets (articles of even
-index): ``accept`` is the 95th percentile of off-topic questions' best margin
-(rounded up to 0.005); ``agree`` the largest multiple of 0.005 at which at most
-0.5% of the answerable questions in the documents' language are flagged."""
+index): ``accept`` lies halfway between the median best margins of off-topic
+questions and of answerable questions asked in the other language (rounded
+down to 0.005); ``agree`` is the largest multiple of 0.005 at which at most
+0.5% of the answerable questions the keyword floor passes (in the documents'
+language, and over a mixed corpus in either language) would be flagged."""
 
 _LOAD_LOCK = threading.Lock()
 _FORWARD_LOCK = threading.Lock()  # one model per process: one pass at a time
