@@ -10,7 +10,9 @@ the recommended profile, keyword only, on the same questions as
   figures are the documented ones);
 * the readers' chunker (chunks are slices of the text), no heading;
 * the readers' chunker with the title as ``search_heading``: ARCD's article
-  titles, and COVID-QA's first line (each article's title).
+  titles, and COVID-QA's first line (each article's title), with and without
+  neighbour-aware keyword evidence (``retriever.neighbour_weight`` 0.5, the
+  recommended one, against 0; every other row uses 0.5).
 
 Neither set marks sections, so the section half of the heading is not
 measured here.  Metrics as in ``bench_quality.py``: recall@5, recall@20 and
@@ -68,6 +70,7 @@ def load_documents(
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         data = json.load(fh)["data"]
     for a, article in enumerate(data):
+        number = 0
         for p, paragraph in enumerate(article["paragraphs"]):
             context = paragraph["context"]
             title = title_of(article, context)
@@ -75,7 +78,9 @@ def load_documents(
             chunks = chunk_document(document, chunk_size)
             ids = [f"{lang}-{a}-{p}-{i}" for i in range(len(chunks))]
             for doc_id, chunk in zip(ids, chunks, strict=True):
-                meta: dict[str, Any] = {"source": f"{lang}-{a}", "lang": lang}
+                # "chunk": the place in the article, numbered as zerda index numbers a file's.
+                meta: dict[str, Any] = {"source": f"{lang}-{a}", "lang": lang, "chunk": number}
+                number += 1
                 if heading and title:
                     meta[SEARCH_HEADING] = title
                 corpus.chunks.append(BenchChunk(doc_id=doc_id, text=chunk.text, metadata=meta))
@@ -110,18 +115,23 @@ def measure(data: Path, chunk_size: int, count: int) -> list[list[str]]:
     """One row per set and chunking."""
     rows = []
     for name, file, lang, title_of in SETS:
+        titled = load_documents(data / file, lang, chunk_size, title_of, True)
         variants = [
-            ("split_text (bench_quality's)", load_set(data / file, name, lang, chunk_size)),
-            ("readers' chunker", load_documents(data / file, lang, chunk_size, title_of, False)),
+            ("split_text (bench_quality's)", load_set(data / file, name, lang, chunk_size), 0.5),
             (
-                "readers' chunker + title as search heading",
-                load_documents(data / file, lang, chunk_size, title_of, True),
+                "readers' chunker",
+                load_documents(data / file, lang, chunk_size, title_of, False),
+                0.5,
             ),
+            ("readers' chunker + title, no neighbours (before)", titled, 0.0),
+            ("readers' chunker + title as search heading", titled, 0.5),
         ]
-        for label, corpus in variants:
+        for label, corpus, neighbours in variants:
             started = time.perf_counter()
             questions = subsample(corpus.questions, count)
-            engine = make_engine(ContextEngineConfig.recommended(), corpus.chunks, None)
+            config = ContextEngineConfig.recommended()
+            config.retriever.neighbour_weight = neighbours
+            engine = make_engine(config, corpus.chunks, None)
             r5, r20, mrr = ranking_metrics(engine_ranker(engine), questions)
             fig = context_metrics(engine, questions, [])
             rows.append(

@@ -237,6 +237,13 @@ def _embedder_only() -> ContextEngineConfig:
     return config
 
 
+def _no_neighbours() -> ContextEngineConfig:
+    """The recommended profile before neighbour-aware keyword evidence (``neighbour_weight`` 0)."""
+    config = ContextEngineConfig.recommended()
+    config.retriever.neighbour_weight = 0.0
+    return config
+
+
 def profiles(embedder: Any, e5: E5Embedder | None, snowball: bool) -> list[Profile]:
     """(label, config factory or reference name, embedder) of every measured system."""
 
@@ -247,6 +254,7 @@ def profiles(embedder: Any, e5: E5Embedder | None, snowball: bool) -> list[Profi
 
     rows: list[Profile] = [
         ("documented, keyword only", ContextEngineConfig, None),
+        ("recommended without neighbours, keyword only", _no_neighbours, None),
         ("recommended, keyword only", ContextEngineConfig.recommended, None),
     ]
     if snowball:
@@ -258,6 +266,7 @@ def profiles(embedder: Any, e5: E5Embedder | None, snowball: bool) -> list[Profi
             ("e5 cosine alone", "cosine", e5),
             ("recommended, e5 only (no keywords)", _embedder_only, e5),
             ("recommended + e5, RRF (previous fusion)", _rrf_profile, e5),
+            ("recommended without neighbours + e5", _no_neighbours, e5),
             ("recommended + e5 (convex fusion)", ContextEngineConfig.recommended, e5),
         ]
     rows.append(("bm25s (default tokenisation)", "bm25s", None))
