@@ -31,7 +31,9 @@ fusion (today's recommended, and the same without neighbours); and
 rows (cosine alone, bm25s) rank only.
 
 Questions are subsampled with a fixed seed (``--questions``, default 500 per
-set); ``--only TEXT`` measures only the corpora whose name contains it.
+set); ``--only TEXT`` measures only the corpora whose name contains it;
+``--same-language`` adds XQuAD's questions over their own language's
+paragraphs (Wikipedia, like the held-out sets; no off-topic questions).
 ``--floor`` adds the trade-off of ``composer.min_vector_margin``; ``--latency``
 also times ``run()`` of both profiles over 100,000 synthetic chunks.
 """
@@ -61,7 +63,16 @@ from _common import (
     write_summary,
 )
 from _e5_vectors import E5Embedder, E5Vectors, cosine_ranker, e5_line
-from _quality_data import DATA, OFF_TOPIC, SEED, Corpus, Question, load_corpora, normalise
+from _quality_data import (
+    DATA,
+    OFF_TOPIC,
+    SEED,
+    Corpus,
+    Question,
+    load_corpora,
+    load_set,
+    normalise,
+)
 from _vector_floor import FLOOR_HEADERS, floor_sweep
 
 from sync_api import ContextEngine
@@ -430,11 +441,22 @@ def main() -> None:
         "--only", default="", help="measure only the corpora whose name contains this text"
     )
     parser.add_argument(
+        "--same-language",
+        action="store_true",
+        help="add XQuAD's English and Arabic questions over their own language's paragraphs",
+    )
+    parser.add_argument(
         "--floor", action="store_true", help="add the min_vector_margin trade-off (needs e5)"
     )
     args = parser.parse_args()
 
     corpora = load_corpora(args.data, args.chunk_size, args.questions, args.covid_articles)
+    if args.same_language:
+        for file, name, lang in (
+            ("xquad-en-public.json.gz", "English questions -> English (XQuAD)", "xen"),
+            ("xquad-ar-public.json.gz", "Arabic questions -> Arabic (XQuAD)", "xar"),
+        ):
+            corpora.append(load_set(args.data / file, name, lang, args.chunk_size))
     measured = [c for c in corpora if args.only in c.name]
     embedder = None if args.no_default_embedder else default_embedder()
     e5 = None if args.no_e5 else E5Embedder(E5Vectors())
