@@ -14,10 +14,14 @@ from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.index.analysis import TermMemo, analyzer_for
 from zerda_async.core.models import RetrievalMethod, ScoredChunk
 from zerda_async.core.retrieval.fusion import fuse_convex
-from zerda_async.core.retrieval.neighbours import neighbour_evidence, place_of
+from zerda_async.core.retrieval.neighbours import (
+    neighbour_evidence,
+    place_of,
+    raised_by_neighbours,
+)
 from zerda_async.errors import ConfigError
 
-K = RetrievalMethod.KEYWORD
+K, V = RetrievalMethod.KEYWORD, RetrievalMethod.VECTOR
 ANALYZER = analyzer_for("multilingual-lite")
 WEIGHTS = [("ferritin", 2.0), ("level", 1.0), ("patients", 1.0)]  # total 4
 
@@ -74,6 +78,43 @@ def test_convex_fusion_takes_the_given_keyword_evidence() -> None:
     assert [sc.doc_id for sc in fused] == ["b", "a"]
     assert fused[0].fused_score == pytest.approx(0.4)
     assert fused[0].query_coverage == 0.5
+
+
+def cos(name: str, score: float, **metadata: Any) -> ScoredChunk:
+    return ScoredChunk(chunk=Doc(name, name, metadata), vector_score=score, retrieval_method=V)
+
+
+def test_vector_evidence_rises_halfway_toward_the_best_neighbour() -> None:
+    listed = [
+        cos("a1", 0.9, source="a", chunk=1),
+        cos("b0", 0.8, source="b", chunk=0),
+        cos("a2", 0.7, source="a", chunk=2),
+        cos("a0", 0.6, source="a", chunk=0),
+        cos("b5", 0.5, source="b", chunk=5),
+    ]
+    evidence = [1.0, 0.75, 0.5, 0.25, 0.0]
+    # a2 and a0 rise toward a1 (1.0); a1 has no better neighbour; b0 and b5 have none.
+    raised = raised_by_neighbours(evidence, listed, 0.5)
+    assert raised == [1.0, 0.75, 0.75, 0.625, 0.0]
+    assert raised_by_neighbours(evidence, listed, 0.0) == evidence
+
+
+def test_convex_fusion_raises_vector_evidence_and_keeps_the_margin() -> None:
+    listed = [
+        cos("a1", 0.9, source="a", chunk=1),
+        cos("b0", 0.8, source="b", chunk=0),
+        cos("a2", 0.75, source="a", chunk=2),
+        cos("c0", 0.5, source="c", chunk=0),
+    ]
+    before = fuse_convex([(V, listed)], 4, {V: 0.5})
+    assert [sc.doc_id for sc in before] == ["a1", "b0", "a2", "c0"]
+    after = fuse_convex([(V, listed)], 4, {V: 0.5}, neighbour_weight=0.5)
+    assert [sc.doc_id for sc in after] == ["a1", "a2", "b0", "c0"]
+    a2 = after[1]
+    # a2: evidence 0.625 raised to 0.625 + 0.5 * (1 - 0.625), against b0's 0.75.
+    assert a2.fused_score == pytest.approx(0.5 * 0.8125)
+    assert after[2].fused_score == pytest.approx(0.5 * 0.75)
+    assert a2.vector_margin == pytest.approx(0.25)  # the floor's evidence is unchanged
 
 
 def test_recommended_turns_it_on_and_the_documented_profile_leaves_it_off() -> None:

@@ -15,11 +15,16 @@ where ``own`` is its query coverage and ``passage`` the coverage of the terms
 it holds together with its *neighbours among the keyword candidates*: the
 chunks of the same ``metadata["source"]`` whose integer ``metadata["chunk"]``
 (its place in the source, as ``zerda index`` numbers them) differs by one.
+A vector candidate's evidence (its min-max scaled cosine) is raised the same
+way toward its best neighbour's among the vector candidates
+(:func:`raised_by_neighbours`): cosines cannot be pooled like terms, so the
+passage's evidence is its best chunk's.
+
 Only the candidates are looked at, so the rule needs nothing from the index
 and every placement (in memory, a saved directory, a store) computes it from
 the same lists.  A chunk without both keys, or without a neighbour among the
-candidates, keeps its own coverage; ``query_coverage`` itself (what the
-composer's relevance floor reads) is left unchanged.
+candidates, keeps its own evidence; ``query_coverage`` and ``vector_margin``
+(what the composer's relevance floor reads) are left unchanged.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from ..index.chunks import SEARCH_HEADING
 from ..models import ScoredChunk
 from .coverage import QueryWeights
 
-__all__ = ["neighbour_evidence", "place_of"]
+__all__ = ["neighbour_evidence", "place_of", "raised_by_neighbours"]
 
 
 def place_of(chunk: ScoredChunk) -> tuple[Hashable, int] | None:
@@ -41,6 +46,42 @@ def place_of(chunk: ScoredChunk) -> tuple[Hashable, int] | None:
     if not isinstance(source, str) or isinstance(number, bool) or not isinstance(number, int):
         return None
     return source, number
+
+
+def _neighbours(candidates: Sequence[ScoredChunk]) -> list[list[int]]:
+    """For each candidate, the indexes of its neighbours among ``candidates``."""
+    places: dict[tuple[Hashable, int], int] = {}
+    found = [place_of(sc) for sc in candidates]
+    for at, place in enumerate(found):
+        if place is not None:
+            places.setdefault(place, at)
+    near: list[list[int]] = []
+    for place in found:
+        if place is None:
+            near.append([])
+            continue
+        source, number = place
+        sides = (places.get((source, number - 1)), places.get((source, number + 1)))
+        near.append([i for i in sides if i is not None])
+    return near
+
+
+def raised_by_neighbours(
+    evidence: Sequence[float], candidates: Sequence[ScoredChunk], weight: float
+) -> list[float]:
+    """``evidence`` (one value per candidate) raised by ``weight`` toward the best neighbour's.
+
+    ``own + weight * (best - own)`` when a neighbour among ``candidates`` has
+    more evidence (``best``), else ``own``.
+    """
+    raised = list(evidence)
+    if weight <= 0:
+        return raised
+    for at, near in enumerate(_neighbours(candidates)):
+        best = max((evidence[i] for i in near), default=evidence[at])
+        if best > evidence[at]:
+            raised[at] = evidence[at] + weight * (best - evidence[at])
+    return raised
 
 
 def _held(chunk: ScoredChunk, analyzer: Analyzer, memo: TermMemo) -> frozenset[str]:
@@ -70,22 +111,13 @@ def neighbour_evidence(
     total = sum(w for _, w in weights)
     if weight <= 0 or total <= 0:
         return own
-    places: dict[tuple[Hashable, int], int] = {}
-    for at, sc in enumerate(candidates):
-        place = place_of(sc)
-        if place is not None:
-            places.setdefault(place, at)
     evidence = list(own)
-    for at, sc in enumerate(candidates):
-        place = place_of(sc)
-        if place is None:
+    for at, near in enumerate(_neighbours(candidates)):
+        if not near:
             continue
-        source, number = place
-        near = [places.get((source, number - 1)), places.get((source, number + 1))]
-        others = [candidates[i] for i in near if i is not None]
-        if not others:
-            continue
-        held = _held(sc, analyzer, memo).union(*(_held(o, analyzer, memo) for o in others))
+        sc = candidates[at]
+        others = [_held(candidates[i], analyzer, memo) for i in near]
+        held = _held(sc, analyzer, memo).union(*others)
         passage = sum(w for term, w in weights if term in held) / total
         evidence[at] = own[at] + weight * max(0.0, passage - own[at])
     return evidence
