@@ -11,7 +11,7 @@ the recommended profile, keyword only, on the same questions as
 * the readers' chunker (chunks are slices of the text), no heading;
 * the readers' chunker with the title as ``search_heading``: ARCD's article
   titles, and COVID-QA's first line (each article's title), with and without
-  neighbour-aware keyword evidence (``retriever.neighbour_weight`` 0.5, the
+  neighbour-aware fusion evidence (``retriever.neighbour_weight`` 0.5, the
   recommended one, against 0; every other row uses 0.5).
 
 Neither set marks sections, so the section half of the heading is not

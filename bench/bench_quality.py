@@ -18,7 +18,7 @@ Measured per system, on the same questions:
   ones (another set's questions).
 
 Systems: the documented profile (keyword only); the recommended one keyword
-only, with and without its neighbour-aware keyword evidence
+only, with and without its neighbour-aware fusion evidence
 (``retriever.neighbour_weight`` 0.5 / 0; chunks carry ``source`` and their
 ``chunk`` number in the article, as ``zerda index`` gives them), and with
 Snowball Arabic (``--snowball``); with
@@ -254,7 +254,7 @@ def _embedder_only() -> ContextEngineConfig:
 
 
 def _no_neighbours() -> ContextEngineConfig:
-    """The recommended profile before neighbour-aware keyword evidence (``neighbour_weight`` 0)."""
+    """The recommended profile before neighbour-aware fusion evidence (``neighbour_weight`` 0)."""
     config = ContextEngineConfig.recommended()
     config.retriever.neighbour_weight = 0.0
     return config
