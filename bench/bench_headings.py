@@ -14,6 +14,10 @@ the recommended profile, keyword only, on the same questions as
   neighbour-aware fusion evidence (``retriever.neighbour_weight`` 0.5, the
   recommended one, against 0; every other row uses 0.5).
 
+``--e5`` adds the titled rows with multilingual-e5-small in convex fusion
+(the recommended profile's default embedder; vectors from the bench's cache,
+``bench/_e5_vectors.py``; the title is not in the embedder's input).
+
 Neither set marks sections, so the section half of the heading is not
 measured here.  Metrics as in ``bench_quality.py``: recall@5, recall@20 and
 MRR@20 of retrieve 20 → filter → rank; answer in the default context and in a
@@ -42,6 +46,7 @@ from _common import (
     quality_data_dir,
     write_summary,
 )
+from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import Corpus, Question, load_set, subsample
 from bench_quality import (
     WIDE_BUDGET,
@@ -111,8 +116,8 @@ SETS: list[tuple[str, str, str, TitleOf]] = [
 ]
 
 
-def measure(data: Path, chunk_size: int, count: int) -> list[list[str]]:
-    """One row per set and chunking."""
+def measure(data: Path, chunk_size: int, count: int, e5: Any = None) -> list[list[str]]:
+    """One row per set and chunking (and, with ``e5``, the titled chunks with e5 too)."""
     rows = []
     for name, file, lang, title_of in SETS:
         titled = load_documents(data / file, lang, chunk_size, title_of, True)
@@ -126,12 +131,17 @@ def measure(data: Path, chunk_size: int, count: int) -> list[list[str]]:
             ("readers' chunker + title, no neighbours (before)", titled, 0.0),
             ("readers' chunker + title as search heading", titled, 0.5),
         ]
+        if e5 is not None:
+            variants += [
+                ("readers' chunker + title, no neighbours (before) + e5", titled, 0.0),
+                ("readers' chunker + title as search heading + e5", titled, 0.5),
+            ]
         for label, corpus, neighbours in variants:
             started = time.perf_counter()
             questions = subsample(corpus.questions, count)
             config = ContextEngineConfig.recommended()
             config.retriever.neighbour_weight = neighbours
-            engine = make_engine(config, corpus.chunks, None)
+            engine = make_engine(config, corpus.chunks, e5 if label.endswith("e5") else None)
             r5, r20, mrr = ranking_metrics(engine_ranker(engine), questions)
             fig = context_metrics(engine, questions, [])
             rows.append(
@@ -156,7 +166,11 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=quality_data_dir())
     parser.add_argument("--chunk-size", type=int, default=400)
     parser.add_argument("--questions", type=int, default=500)
+    parser.add_argument(
+        "--e5", action="store_true", help="add the titled rows with e5 (bench/_e5_vectors.py)"
+    )
     args = parser.parse_args()
+    e5 = E5Embedder(E5Vectors()) if args.e5 else None
     headers = [
         "set",
         "chunking",
@@ -177,7 +191,7 @@ def main() -> None:
         f"Method: recommended profile, keyword only, chunks of at most {args.chunk_size}"
         f" characters, {args.questions} questions per set (bench_quality's seed).",
         "",
-        format_table(headers, measure(args.data, args.chunk_size, args.questions)),
+        format_table(headers, measure(args.data, args.chunk_size, args.questions, e5)),
     ]
     out = "\n".join(text) + "\n"
     print(out)
