@@ -31,7 +31,6 @@ __all__ = [
     "RECOMMENDED_FUSION_DEPTH",
     "RECOMMENDED_MIN_QUERY_COVERAGE",
     "RECOMMENDED_MIN_VECTOR_MARGIN",
-    "RECOMMENDED_NEIGHBOUR_WEIGHT",
     "RECOMMENDED_RELEVANCE_FLOOR",
     "CacheConfig",
     "ComposerConfig",
@@ -76,11 +75,6 @@ RECOMMENDED_FUSION_DEPTH: int = 50
 Deeper than ``top_k`` (20) so a chunk ranked 20th-50th by both methods can be
 fused into the top 20; 50 measured above 20 and 30 and level with 100.
 """
-
-RECOMMENDED_NEIGHBOUR_WEIGHT: float = 0.5
-"""The recommended profile's ``retriever.neighbour_weight`` (``bench/README.md``): evidence
-raised halfway toward the passage's lifted COVID-QA recall@20 (long articles) and lowered
-no recall@20 of the Wikipedia sets, with or without e5."""
 
 RECOMMENDED_MIN_VECTOR_MARGIN: float = 0.05
 """The recommended profile's ``composer.min_vector_margin`` (``docs/hybrid.md``).
@@ -136,9 +130,8 @@ class RetrieverConfig(msgspec.Struct):
     fusion_depth: int = 50
     """How many candidates each method lists for ``fusion = "convex"`` (at least ``top_k``)."""
     neighbour_weight: float = 0.0
-    """For ``fusion = "convex"``, in [0, 1]: how far a candidate's evidence rises toward its
-    passage's, its neighbours in the same method list (same ``source``, ``chunk`` number
-    +-1; see ``core.retrieval.neighbours``).  0 (the default): its own evidence alone."""
+    """Convex fusion, in [0, 1]: how far a candidate's evidence rises toward its passage's
+    (its neighbours: same ``source``, ``chunk`` +-1; ``core.retrieval.neighbours``)."""
 
 
 class FilterConfig(msgspec.Struct):
@@ -272,9 +265,8 @@ class ContextEngineConfig(msgspec.Struct):
           cosine (``core.retrieval.fusion``); with e5 it beat keyword-only,
           embedder-only and weighted RRF (``bench/README.md``, docs/hybrid.md);
         * ``retriever.neighbour_weight = 0.5``: a candidate's evidence rises
-          halfway toward its passage's (itself with its neighbours among the
-          candidates), so the chunk after the one that repeats a question's
-          words, which often holds the answer, is found;
+          halfway toward its passage's (with its neighbours among the candidates;
+          COVID-QA's long articles, ``bench/README.md``);
         * ``ranking.mode = "evidence"`` with weights that put the fused retrieval
           score first (evidence 0.55, keyword overlap 0.20, source quality 0.15,
           recency 0.05, position 0.05);
@@ -305,7 +297,7 @@ class ContextEngineConfig(msgspec.Struct):
         retriever.vector_weight = 0.5
         retriever.keyword_weight = 0.5
         retriever.metadata_weight = 0.5
-        retriever.neighbour_weight = RECOMMENDED_NEIGHBOUR_WEIGHT
+        retriever.neighbour_weight = 0.5
         ranking = config.ranking
         ranking.mode = "evidence"
         ranking.weight_evidence = 0.55
