@@ -29,7 +29,9 @@ Threads (``threads="auto"``): a query uses the cores free right now
 (:func:`zerda_async.runtime.free_cores`, as the vector scan does): a thread
 without a free core of its own makes the pass wait for it.  With ONNX Runtime
 every batch of passages is sized the same way (one core measured faster than
-two on a loaded machine, two faster on a quiet one); with the C engine
+two on a loaded machine, two faster on a quiet one), rounded down to a power
+of two (each count is a session with its own ~100 MB of packed weights); with
+the C engine
 passages use every usable core (it measured 7.5 chunks/s with two threads
 against 3.5 with one at a load of 8).  Idle workers must sleep, not spin, or
 they steal the core the next query needs: ONNX Runtime's sessions are made
@@ -194,9 +196,11 @@ class E5Embedder(LocalEncoder):
     def _threads(self, is_query: bool) -> int:
         if isinstance(self.threads, int):
             return self.threads
-        if is_query or self.engine == "onnxruntime":
-            return auto_threads()
-        return usable_cores()
+        if self.engine == "onnxruntime":
+            # A power of two: each count is a session holding its own packed
+            # weights (~100 MB), so at most log2(cores) + 1 of them.
+            return 1 << (auto_threads().bit_length() - 1)
+        return auto_threads() if is_query else usable_cores()
 
     def _run(self, texts: list[str], *, is_query: bool) -> NDArray[np.float32]:
         model = _shared(self.engine)
