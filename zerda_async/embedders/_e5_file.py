@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["E5File", "Q4_BLOCK"]
+__all__ = ["Q4_BLOCK", "E5File"]
 
 Q4_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 """One ``Q4_0`` block: 32 weights."""

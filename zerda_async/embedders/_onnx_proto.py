@@ -94,9 +94,7 @@ def tensor(name: str, data_type: int, dims: Sequence[int], raw: bytes | None) ->
 
 def value_info(name: str, data_type: int, dims: Sequence[int | str]) -> bytes:
     """A ValueInfoProto of a tensor; a str dimension is symbolic (``"batch"``)."""
-    shape = b"".join(
-        _bytes(1, _bytes(2, d) if isinstance(d, str) else _int(1, d)) for d in dims
-    )
+    shape = b"".join(_bytes(1, _bytes(2, d) if isinstance(d, str) else _int(1, d)) for d in dims)
     tensor_type = _int(1, data_type) + _bytes(2, shape)
     return _bytes(1, name) + _bytes(2, _bytes(1, tensor_type))
 
