@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from zerda_async.embedders import _onnx_proto as pb
+import zerda_async.embedders._onnx_proto as pb
 from zerda_async.embedders._e5_file import E5File
 
 __all__ = ["build_graph"]
