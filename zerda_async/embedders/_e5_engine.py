@@ -37,7 +37,7 @@ from zerda_async.embedders._e5_tokenizer import E5Tokenizer
 __all__ = ["BATCH", "E5Engine", "Timings"]
 
 BATCH = 8
-"""Windows per session call when indexing (``bench/bench_e5.py`` measured 4-32)."""
+"""Windows per session call when indexing (``bench/bench_e5.py`` measured 1-32)."""
 
 
 @dataclass
