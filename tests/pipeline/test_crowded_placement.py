@@ -1,14 +1,18 @@
-"""Under concurrency the runner keeps less work on the event loop than for a lone request.
+"""Under concurrency the runner keeps less work on the event loop, unless it paces it.
 
 Inline stage groups of concurrent requests run back to back in one loop
 iteration, so the policy's crowded threshold (2 ms) applies while other
 requests are in flight; a lone request keeps the larger budget (10 ms).
+On asyncio with loop pacing (the default), a group over the crowded budget
+takes a turn instead (one such group per loop iteration) and keeps the lone
+budget.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -16,7 +20,13 @@ import pytest
 
 from pipeline.helpers import chunks, serving
 from zerda_async.pipeline import EngineState, make_job
-from zerda_async.runtime import CROWDED_THRESHOLD_MS, OffloadPolicy, default_threshold_ms
+from zerda_async.runtime import (
+    CROWDED_THRESHOLD_MS,
+    OffloadPolicy,
+    default_threshold_ms,
+    loop_pacing,
+    set_loop_pacing,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +59,19 @@ def test_the_crowded_threshold_applies_only_while_others_are_in_flight() -> None
     assert not pinned.should_offload(100_000, crowded=True)
 
 
-async def test_concurrent_requests_offload_what_a_lone_request_runs_inline() -> None:
+@pytest.fixture(params=[True, False], ids=["paced", "unpaced"])
+def pacing(request: pytest.FixtureRequest) -> Iterator[bool]:
+    """Loop pacing on or off for the test, restored afterwards."""
+    before = loop_pacing()
+    set_loop_pacing(request.param)
+    yield request.param
+    set_loop_pacing(before)
+
+
+async def test_concurrent_requests_offload_what_a_lone_request_runs_inline(
+    pacing: bool, anyio_backend_name: str
+) -> None:
+    paced = pacing and anyio_backend_name == "asyncio"  # trio is never paced
     loop_thread = threading.current_thread().name
     threads: list[str] = []
     state = EngineState()
@@ -72,7 +94,12 @@ async def test_concurrent_requests_offload_what_a_lone_request_runs_inline() -> 
             for request in requests:
                 await request.done.wait()
         assert all(r.result().context for r in requests)
-    # The ~5 ms groups of requests with others in flight went to worker threads
-    # (the first one or two may start before the next ones are submitted).
     assert len(threads) == 8
-    assert threads.count(loop_thread) <= 2, threads
+    if paced:
+        # Paced, the ~5 ms groups keep the lone budget: all on the loop.
+        assert threads == [loop_thread] * 8
+    else:
+        # The ~5 ms groups of requests with others in flight went to worker
+        # threads (the first one or two may start before the next ones are
+        # submitted).
+        assert threads.count(loop_thread) <= 2, threads

@@ -104,11 +104,13 @@ class OffloadPolicy:
         # tests use it to exercise both placements.
         self.forced: bool | None = None
 
-    def should_offload(self, corpus_size: int, crowded: bool = False) -> bool:
+    def should_offload(self, corpus_size: int, crowded: bool = False, paced: bool = False) -> bool:
         """True when the next run of the group should go to a worker thread.
 
         ``crowded``: other requests are in flight, so inline work of theirs
-        may run in the same loop iteration (:data:`CROWDED_THRESHOLD_MS`).
+        may run in the same loop iteration (:data:`CROWDED_THRESHOLD_MS`),
+        unless ``paced``: a :class:`~._pacing.LoopPacer` lets one group run
+        per iteration, so the lone-request budget holds again.
         """
         if self.forced is not None:
             return self.forced
@@ -116,8 +118,16 @@ class OffloadPolicy:
             return True
         if self.average_ms is None:
             return corpus_size >= self.min_corpus
-        limit = self.crowded_threshold_ms if crowded else self.threshold_ms
+        limit = self.crowded_threshold_ms if crowded and not paced else self.threshold_ms
         return self.average_ms > limit
+
+    def over_crowded_budget(self) -> bool:
+        """True when the group's measured cost exceeds the crowded inline budget.
+
+        Only such groups need pacing (:class:`~._pacing.LoopPacer`): cheaper
+        ones run inline under concurrency anyway.
+        """
+        return self.average_ms is not None and self.average_ms > self.crowded_threshold_ms
 
     def observe(self, cost_ms: float) -> None:
         """Record the measured cost of one run of the group (without the hop)."""
