@@ -20,6 +20,9 @@ Method
     at most one inline stage group per event-loop iteration while other
     requests are in flight, so the lone-request budget of 10 ms applies at
     any concurrency);
+  - **paced, never offloaded**: ``offload="inline"`` with pacing, to show
+    what groups whose measured cost crosses the 10 ms budget (and go to a
+    worker thread) cost the loop;
   - **unpaced 2 ms**: the policy of main at fb16b17 (no pacing; a group runs
     inline up to ``CROWDED_THRESHOLD_MS``, 2 ms, while other requests are in
     flight, 10 ms alone);
@@ -124,6 +127,7 @@ async def measure(n_chunks: int, rounds: int) -> tuple[list[list[Any]], dict[str
     # name -> (engine keywords, loop pacing on)
     variants: dict[str, tuple[dict[str, Any], bool]] = {
         AFTER: ({}, True),
+        "paced, never offloaded (offload='inline')": ({"offload": "inline"}, True),
         f"unpaced, crowded budget {CROWDED_THRESHOLD_MS:g} ms (fb16b17)": ({}, False),
         "before (10 ms inline at any concurrency, unpaced)": (
             {"offload_threshold_ms": default_threshold_ms()},
