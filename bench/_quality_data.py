@@ -88,13 +88,15 @@ def load_set(path: Path, name: str, lang: str, chunk_size: int) -> Corpus:
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         data = json.load(fh)["data"]
     for a, article in enumerate(data):
+        number = 0  # a chunk's place in its article, numbered as zerda index numbers a file's
         for p, paragraph in enumerate(article["paragraphs"]):
             context = paragraph["context"]
             pieces = split_text(context, chunk_size)
             starts = _offsets(context, pieces)
             ids = [f"{lang}-{a}-{p}-{i}" for i in range(len(pieces))]
             for doc_id, piece in zip(ids, pieces, strict=True):
-                meta = {"source": f"{lang}-{a}", "lang": lang}
+                meta = {"source": f"{lang}-{a}", "lang": lang, "chunk": number}
+                number += 1
                 corpus.chunks.append(BenchChunk(doc_id=doc_id, text=piece, metadata=meta))
             squashed = [_squash(piece) for piece in pieces]
             for qa in paragraph["qas"]:

@@ -26,7 +26,10 @@ query is one the engine has not seen.  Timings use ``time.perf_counter``.
     plain embedder that sleeps 20 ms per query call (its index-time calls do
     not sleep: 10,000 sleeping calls would take 200 s and are not what is
     measured).  Throughput = 256 / wall time of the query phase; index time
-    excluded.  Every run's contexts are compared with the sync facade's (same
+    excluded.  CPU ms/query = process CPU time (``time.process_time``, all
+    threads) over the query phase / 256: the cost other processes' load
+    disturbs less than wall time (the sync facade's excludes its sleeps).
+    Every run's contexts are compared with the sync facade's (same
     order): the script exits with status 1 and a clear message if any differs.
     Query-time embedder calls are counted in the embedder (and checked against
     ``engine.embedder_calls``).  Target: >= 25x the sync throughput.
@@ -225,8 +228,10 @@ async def part_b_size(
     sync_engine = ContextEngine(config()).index(chunks, embed_fn=sleepy)
     sleepy.sleeping = True
     gc.collect()
+    cpu_start = time.process_time()
     with Timer() as t_sync:
         reference = [sync_engine.run(q).context for q in queries]
+    sync_cpu = (time.process_time() - cpu_start) * 1000 / len(queries)
     sync_tput = len(queries) / (t_sync.ms / 1000)
     print(
         f"  (b) {n:,} chunks, sync facade: {len(queries)} queries in "
@@ -237,6 +242,7 @@ async def part_b_size(
     results: dict[int, dict[str, Any]] = {}
     for c in levels:
         tputs: list[float] = []
+        cpus: list[float] = []
         calls: list[int] = []
         identical = True
         for _ in range(reps[c]):
@@ -246,8 +252,10 @@ async def part_b_size(
                 await engine.index(chunks, batch_embed_fn=emb)
                 index_calls, engine_index_calls = emb.calls, engine.embedder_calls
                 gc.collect()
+                cpu_start = time.process_time()
                 with Timer() as t:
                     out = await engine.run_many(queries, concurrency=c)
+                cpus.append((time.process_time() - cpu_start) * 1000 / len(queries))
                 query_calls = emb.calls - index_calls
                 if engine.embedder_calls - engine_index_calls != query_calls:
                     FAILURES.append(
@@ -265,6 +273,7 @@ async def part_b_size(
             calls.append(query_calls)
         results[c] = {
             "tputs": tputs,
+            "cpus": cpus,
             "calls": calls,
             "identical": identical,
             "index_calls": index_calls,
@@ -279,6 +288,7 @@ async def part_b_size(
         "levels": levels,
         "results": results,
         "sync": sync_tput,
+        "sync_cpu": sync_cpu,
         "n": n,
         "sync_calls": sleepy.calls,
         "queries": len(queries),
@@ -302,6 +312,7 @@ async def part_b(
                 f"{sync_tput:.1f}",
                 "-",
                 "1.0x",
+                f"{d['sync_cpu']:.2f}",
                 d["sync_calls"],
                 f"{d['queries']}/{d['queries']}",
             ]
@@ -318,6 +329,7 @@ async def part_b(
                     f"{med:.0f}",
                     spread,
                     f"{med / sync_tput:.1f}x",
+                    f"{statistics.median(r['cpus']):.2f}",
                     f"{statistics.median(r['calls']):.0f}",
                     f"{d['queries']}/{d['queries']}" if r["identical"] else "DIFFER",
                 ]
@@ -338,6 +350,7 @@ async def part_b(
             "throughput q/s",
             "range q/s",
             "vs sync",
+            "CPU ms/query",
             "query-time embedder calls",
             "contexts identical",
         ],

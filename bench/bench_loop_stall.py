@@ -10,15 +10,24 @@ Method
 * Load: ``run_many`` of 256 distinct queries with ``concurrency=256``
   (``max_in_flight=256``).  Meanwhile a heartbeat task sleeps 10 ms in a loop
   and records how late each wake-up is; max, p99 and median lateness are
-  reported beside the throughput (256 / wall time of ``run_many``).
+  reported beside the throughput (256 / wall time of ``run_many``) and the
+  process CPU time per request (``time.process_time`` over the run / 256,
+  which other processes' load disturbs less than wall time).
 * Compared in the same run, one engine each over the same corpus, rounds
   interleaved so machine noise hits all alike:
 
-  - **after**: the default offload policy (``OffloadPolicy``: a stage group
-    runs inline up to 10 ms of CPU for a lone request, up to
-    ``CROWDED_THRESHOLD_MS`` (2 ms) while other requests are in flight);
-  - **before**: ``offload_threshold_ms=default_threshold_ms()``, which is the
-    previous rule (10 ms inline whatever the concurrency);
+  - **after**: the default offload policy with loop pacing (``LoopPacer``:
+    at most one inline stage group per event-loop iteration while other
+    requests are in flight, so the lone-request budget of 10 ms applies at
+    any concurrency);
+  - **paced, never offloaded**: ``offload="inline"`` with pacing, to show
+    what groups whose measured cost crosses the 10 ms budget (and go to a
+    worker thread) cost the loop;
+  - **unpaced 2 ms**: the policy of main at fb16b17 (no pacing; a group runs
+    inline up to ``CROWDED_THRESHOLD_MS``, 2 ms, while other requests are in
+    flight, 10 ms alone);
+  - **before**: ``offload_threshold_ms=default_threshold_ms()`` without
+    pacing, the rule before that (10 ms inline whatever the concurrency);
   - **idle**: the heartbeat alone for the same time (what the machine's other
     load costs the loop; lateness above it is ours).
 
@@ -65,12 +74,13 @@ from numpy.typing import NDArray
 
 from sync_api import ContextEngineConfig
 from zerda_async import AsyncContextEngine
-from zerda_async.runtime import CROWDED_THRESHOLD_MS, default_threshold_ms
+from zerda_async.runtime import CROWDED_THRESHOLD_MS, default_threshold_ms, set_loop_pacing
 
 EMBED_DELAY = 0.020
 HEARTBEAT = 0.010
 REQUESTS = 256
 TARGET_LATE_MS = 15.0
+AFTER = "after (default: paced, 10 ms inline budget)"
 
 
 class SleepyBatchEmbedder:
@@ -114,17 +124,22 @@ async def measure(n_chunks: int, rounds: int) -> tuple[list[list[Any]], dict[str
     corpus = make_corpus(n_chunks)
     base = HashedEmbedder(64)
     base.matrix([c.text for c in corpus])  # warm the token memo (not timed)
-    variants: dict[str, dict[str, Any]] = {
-        "after (default policy)": {},
-        "before (10 ms inline at any concurrency)": {
-            "offload_threshold_ms": default_threshold_ms()
-        },
+    # name -> (engine keywords, loop pacing on)
+    variants: dict[str, tuple[dict[str, Any], bool]] = {
+        AFTER: ({}, True),
+        "paced, never offloaded (offload='inline')": ({"offload": "inline"}, True),
+        f"unpaced, crowded budget {CROWDED_THRESHOLD_MS:g} ms (fb16b17)": ({}, False),
+        "before (10 ms inline at any concurrency, unpaced)": (
+            {"offload_threshold_ms": default_threshold_ms()},
+            False,
+        ),
     }
     late: dict[str, list[float]] = {name: [] for name in [*variants, "idle heartbeat"]}
     rates: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
     async with AsyncExitStack() as stack:
         engines = {}
-        for name, kwargs in variants.items():
+        for name, (kwargs, _) in variants.items():
             embedder = SleepyBatchEmbedder(base)
             engine = await stack.enter_async_context(
                 AsyncContextEngine(ContextEngineConfig(), max_in_flight=REQUESTS, **kwargs)
@@ -141,10 +156,15 @@ async def measure(n_chunks: int, rounds: int) -> tuple[list[list[Any]], dict[str
             for name, engine in engines.items():
 
                 async def load(
-                    engine: AsyncContextEngine = engine, queries: list[str] = queries
+                    engine: AsyncContextEngine = engine,
+                    queries: list[str] = queries,
+                    name: str = name,
                 ) -> None:
+                    started = time.process_time()
                     await engine.run_many(queries, concurrency=REQUESTS)
+                    cpu[name].append((time.process_time() - started) * 1000 / REQUESTS)
 
+                set_loop_pacing(variants[name][1])
                 beats, wall = await with_heartbeat(load)
                 late[name].extend(beats)
                 rates[name].append(REQUESTS / wall)
@@ -162,14 +182,17 @@ async def measure(n_chunks: int, rounds: int) -> tuple[list[list[Any]], dict[str
             beats, _ = await with_heartbeat(idle)
             late["idle heartbeat"].extend(beats)
         gc.unfreeze()
+        set_loop_pacing(True)
     rows = []
     for name, beats in late.items():
         rate = rates.get(name)
+        spent = cpu.get(name)
         rows.append(
             [
                 name,
                 f"{statistics.median(rate):.0f}" if rate else "-",
                 f"{min(rate):.0f}-{max(rate):.0f}" if rate else "-",
+                f"{statistics.median(spent):.2f}" if spent else "-",
                 len(beats),
                 max(beats),
                 percentile(beats, 99),
@@ -193,7 +216,8 @@ def main() -> None:
         f"Method: {REQUESTS} concurrent requests (run_many, concurrency {REQUESTS}), "
         f"{args.chunks:,} chunks x 64 dims, 20 ms coroutine batch embedder, "
         f"10 ms heartbeat; {rounds} interleaved round(s) per variant; "
-        f"crowded inline budget {CROWDED_THRESHOLD_MS} ms, lone {default_threshold_ms()} ms",
+        f"crowded inline budget {CROWDED_THRESHOLD_MS} ms unpaced, lone (and paced) "
+        f"{default_threshold_ms()} ms",
     ]
     print("\n".join(header), flush=True)
     rows, data = anyio.run(measure, args.chunks, rounds)
@@ -202,6 +226,7 @@ def main() -> None:
             "variant",
             "throughput q/s (median)",
             "range q/s",
+            "CPU ms/request",
             "beats",
             "max late ms",
             "p99 late ms",
@@ -209,7 +234,7 @@ def main() -> None:
         ],
         rows,
     )
-    after = max(data["late"]["after (default policy)"])
+    after = max(data["late"][AFTER])
     verdict = (
         f"Worst lateness with the default policy: {after:.1f} ms -> target <= "
         f"{TARGET_LATE_MS:.0f} ms {'MET' if after <= TARGET_LATE_MS else 'MISSED'} "

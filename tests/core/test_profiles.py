@@ -65,6 +65,7 @@ def test_recommended_differs_only_where_intended() -> None:
         "retriever.vector_weight",
         "retriever.keyword_weight",
         "retriever.metadata_weight",
+        "retriever.neighbour_weight",
         "ranking.mode",
         "ranking.weight_keyword_score",
         "ranking.weight_source_quality",

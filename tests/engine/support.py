@@ -212,8 +212,8 @@ class SubmissionLog:
         submit, try_inline, barrier = runner.submit, runner.try_inline, runner.barrier
         cache = engine._state.cache
 
-        async def logged_submit(job: Any, sink: Any = None) -> Request:
-            request = await submit(job, sink)
+        async def logged_submit(job: Any, sink: Any = None, on_finish: Any = None) -> Request:
+            request = await submit(job, sink, on_finish)
             self.entries.append(("run", request))
             return request
 

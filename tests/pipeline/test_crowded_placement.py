@@ -1,14 +1,18 @@
-"""Under concurrency the runner keeps less work on the event loop than for a lone request.
+"""Under concurrency the runner keeps less work on the event loop, unless it paces it.
 
 Inline stage groups of concurrent requests run back to back in one loop
 iteration, so the policy's crowded threshold (2 ms) applies while other
 requests are in flight; a lone request keeps the larger budget (10 ms).
+On asyncio with loop pacing (the default), a group over the crowded budget
+takes a turn instead (one such group per loop iteration) and keeps the lone
+budget.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -16,25 +20,36 @@ import pytest
 
 from pipeline.helpers import chunks, serving
 from zerda_async.pipeline import EngineState, make_job
-from zerda_async.runtime import CROWDED_THRESHOLD_MS, OffloadPolicy, default_threshold_ms
+from zerda_async.runtime import (
+    CROWDED_THRESHOLD_MS,
+    OffloadPolicy,
+    default_threshold_ms,
+    loop_pacing,
+    set_loop_pacing,
+)
 
 pytestmark = pytest.mark.anyio
 
 _RANK_CPU_MS = 5.0  # between the crowded threshold and the lone-request one
 
 
-def _costly_rank(state: EngineState, threads: list[str]) -> None:
-    """Make the rank stage cost ~5 ms of CPU and record the thread it runs in."""
+def _costly_rank(
+    state: EngineState, threads: list[str], crowded: Callable[[], bool] = lambda: False
+) -> list[bool]:
+    """Make the rank stage cost ~5 ms of CPU; record the thread it runs in and ``crowded()``."""
     rank = state.ranker.rank
+    seen: list[bool] = []
 
     def spinning(*args: Any, **kwargs: Any) -> Any:
         threads.append(threading.current_thread().name)
+        seen.append(crowded())
         end = time.thread_time() + _RANK_CPU_MS / 1000
         while time.thread_time() < end:
             pass
         return rank(*args, **kwargs)
 
     state.ranker.rank = spinning
+    return seen
 
 
 def test_the_crowded_threshold_applies_only_while_others_are_in_flight() -> None:
@@ -49,7 +64,19 @@ def test_the_crowded_threshold_applies_only_while_others_are_in_flight() -> None
     assert not pinned.should_offload(100_000, crowded=True)
 
 
-async def test_concurrent_requests_offload_what_a_lone_request_runs_inline() -> None:
+@pytest.fixture(params=[True, False], ids=["paced", "unpaced"])
+def pacing(request: pytest.FixtureRequest) -> Iterator[bool]:
+    """Loop pacing on or off for the test, restored afterwards."""
+    before = loop_pacing()
+    set_loop_pacing(request.param)
+    yield request.param
+    set_loop_pacing(before)
+
+
+async def test_concurrent_requests_offload_what_a_lone_request_runs_inline(
+    pacing: bool, anyio_backend_name: str
+) -> None:
+    paced = pacing and anyio_backend_name == "asyncio"  # trio is never paced
     loop_thread = threading.current_thread().name
     threads: list[str] = []
     state = EngineState()
@@ -57,7 +84,7 @@ async def test_concurrent_requests_offload_what_a_lone_request_runs_inline() -> 
         # Indexed after the runner started, as the engine does: the runner
         # then counts the retriever as its own, not as caller code.
         state.index(chunks())
-        _costly_rank(state, threads)
+        crowded = _costly_rank(state, threads, lambda: runner.in_flight > 1)
         # A lone request on an idle runner: measured, and kept on the loop.
         for query in ("What is BM25?", "Where does the Nile flow?"):
             request = runner.try_inline(make_job(query))
@@ -72,7 +99,16 @@ async def test_concurrent_requests_offload_what_a_lone_request_runs_inline() -> 
             for request in requests:
                 await request.done.wait()
         assert all(r.result().context for r in requests)
-    # The ~5 ms groups of requests with others in flight went to worker threads
-    # (the first one or two may start before the next ones are submitted).
     assert len(threads) == 8
-    assert threads.count(loop_thread) <= 2, threads
+    if paced:
+        # Paced, the ~5 ms groups keep the lone budget: all on the loop.
+        assert threads == [loop_thread] * 8
+    else:
+        # A group is placed right before it runs inline, so every group that
+        # ran on the loop found no other request in flight; with others in
+        # flight the ~5 ms groups went to worker threads.  (How many groups
+        # find the runner crowded depends on scheduling: a request may finish
+        # before the next one is submitted.)
+        on_loop = [c for t, c in zip(threads, crowded[2:], strict=True) if t == loop_thread]
+        assert not any(on_loop), (threads, crowded)
+        assert any(crowded[2:]), "no request found others in flight: nothing was tested"

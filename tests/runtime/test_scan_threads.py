@@ -15,6 +15,7 @@ from zerda_async import AsyncContextEngine
 from zerda_async.core.index import VectorIndex
 from zerda_async.pipeline import OffloadPolicy, RunnerSettings, default_threshold_ms
 from zerda_async.runtime import (
+    SMALL_SCAN,
     free_cores,
     scan_blas_threads,
     scan_threads,
@@ -129,3 +130,10 @@ def test_the_policy_keeps_work_under_the_threshold_inline() -> None:
     for _ in range(20):
         policy.observe(30.0)
     assert policy.should_offload(100_000)
+
+
+def test_auto_scans_a_small_product_on_one_thread(two_blas_threads: None) -> None:
+    set_scan_blas_threads("auto")
+    with scan_threads(SMALL_SCAN - 1):
+        assert blas_threads() == 1
+    assert blas_threads() == 2

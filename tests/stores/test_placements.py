@@ -79,7 +79,9 @@ class Case:
 
 
 def _doc(i: int, words: list[str], lang: str, year: int) -> Doc:
-    return Doc(f"d{i}", " ".join(words), {"lang": lang, "year": year, "source": f"s{i % 3}"})
+    # "chunk": the place in its source, so the recommended profile's neighbour rule applies.
+    metadata = {"lang": lang, "year": year, "source": f"s{i % 3}", "chunk": i // 3}
+    return Doc(f"d{i}", " ".join(words), metadata)
 
 
 docs_st = st.lists(

@@ -128,6 +128,9 @@ class RetrieverConfig(msgspec.Struct):
     """RRF constant of ``fusion = "rrf"``: a chunk at 1-based rank r adds ``weight / (k + r)``."""
     fusion_depth: int = 50
     """How many candidates each method lists for ``fusion = "convex"`` (at least ``top_k``)."""
+    neighbour_weight: float = 0.0
+    """Convex fusion, in [0, 1]: how far a candidate's evidence rises toward its passage's
+    (its neighbours: same ``source``, ``chunk`` +-1; ``core.retrieval.neighbours``)."""
 
 
 class FilterConfig(msgspec.Struct):
@@ -265,6 +268,9 @@ class ContextEngineConfig(msgspec.Struct):
           scores the sum of its keyword query coverage and its min-max scaled
           cosine (``core.retrieval.fusion``); with e5 it beat keyword-only,
           embedder-only and weighted RRF (``bench/README.md``, docs/hybrid.md);
+        * ``retriever.neighbour_weight = 0.5``: a candidate's evidence rises
+          halfway toward its passage's (with its neighbours among the candidates;
+          COVID-QA's long articles, ``bench/README.md``);
         * ``ranking.mode = "evidence"`` with weights that put the fused retrieval
           score first (evidence 0.55, keyword overlap 0.20, source quality 0.15,
           recency 0.05, position 0.05);
@@ -295,6 +301,7 @@ class ContextEngineConfig(msgspec.Struct):
         retriever.vector_weight = 0.5
         retriever.keyword_weight = 0.5
         retriever.metadata_weight = 0.5
+        retriever.neighbour_weight = 0.5
         ranking = config.ranking
         ranking.mode = "evidence"
         ranking.weight_evidence = 0.55

@@ -172,6 +172,9 @@ def _check_fusion(config: Validatable) -> None:
             f"retriever.fusion must be one of {sorted(FUSION_MODES)}, got {retriever.fusion!r}"
         )
     _check_positive(config, _FUSION_SIZES)
+    weight = getattr(retriever, "neighbour_weight", 0.0)
+    if not _is_number(weight) or not 0.0 <= weight <= 1.0:
+        raise ConfigError(f"retriever.neighbour_weight must be a number in [0, 1], got {weight!r}")
 
 
 def _check_positive(config: Validatable, fields: tuple[tuple[str, str], ...]) -> None:

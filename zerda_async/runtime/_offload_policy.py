@@ -29,18 +29,22 @@ OFFLOAD_MIN_CORPUS = 20_000
 """Chunks from which work is offloaded before its cost has been measured."""
 
 CROWDED_THRESHOLD_MS = 2.0
-"""Inline budget of one piece of work while other requests are in flight (ms).
+"""Inline budget of one piece of work while other requests are in flight, unpaced (ms).
 
 asyncio runs every task that is ready before it looks at its timers again,
 so inline pieces of concurrent requests add up: two speculation workers and
 the commit task can each run one in the same loop iteration, and a timer
-that falls due waits for up to two iterations.  Measured with 256 concurrent
-requests at 100,000 chunks (about 8 ms of CPU per request), the lone-request
-budget of :func:`default_threshold_ms` let the heartbeat of a 10 ms timer
-wake 45-200 ms late; at this budget that work goes to worker threads and the
-loop's lateness stays near a GIL switch interval, at the same throughput
-(``bench/bench_loop_stall.py``).  Requests over 10,000 chunks (under 1 ms of
-work each) stay inline, where they run fastest.
+that falls due waits for all of them.  Where a :class:`~._pacing.LoopPacer`
+lets one such piece run per iteration (asyncio, pacing on: the default), a
+piece over this budget takes a turn and keeps the lone-request budget of
+:func:`default_threshold_ms`; elsewhere (trio, pacing off) it goes to a
+worker thread.  Measured with 256 concurrent requests at 100,000 chunks
+(about 8 ms of CPU each, ``bench/bench_loop_stall.py``): unpaced at the lone
+budget, a 10 ms heartbeat woke 37-240 ms late; at this budget a few ms late
+but at about half the throughput (the worker threads' GIL hand-offs double
+the CPU per request); paced, about one group late at the throughput of the
+lone budget.  Requests over 10,000 chunks or fewer (about 1 ms of work
+each) stay inline, where they run fastest.
 """
 
 _T = TypeVar("_T")
@@ -104,11 +108,13 @@ class OffloadPolicy:
         # tests use it to exercise both placements.
         self.forced: bool | None = None
 
-    def should_offload(self, corpus_size: int, crowded: bool = False) -> bool:
+    def should_offload(self, corpus_size: int, crowded: bool = False, paced: bool = False) -> bool:
         """True when the next run of the group should go to a worker thread.
 
         ``crowded``: other requests are in flight, so inline work of theirs
-        may run in the same loop iteration (:data:`CROWDED_THRESHOLD_MS`).
+        may run in the same loop iteration (:data:`CROWDED_THRESHOLD_MS`),
+        unless ``paced``: a :class:`~._pacing.LoopPacer` lets one group run
+        per iteration, so the lone-request budget holds again.
         """
         if self.forced is not None:
             return self.forced
@@ -116,8 +122,16 @@ class OffloadPolicy:
             return True
         if self.average_ms is None:
             return corpus_size >= self.min_corpus
-        limit = self.crowded_threshold_ms if crowded else self.threshold_ms
+        limit = self.crowded_threshold_ms if crowded and not paced else self.threshold_ms
         return self.average_ms > limit
+
+    def over_crowded_budget(self) -> bool:
+        """True when the group's measured cost exceeds the crowded inline budget.
+
+        Only such groups need pacing (:class:`~._pacing.LoopPacer`): cheaper
+        ones run inline under concurrency anyway.
+        """
+        return self.average_ms is not None and self.average_ms > self.crowded_threshold_ms
 
     def observe(self, cost_ms: float) -> None:
         """Record the measured cost of one run of the group (without the hop)."""

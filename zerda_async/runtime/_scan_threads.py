@@ -7,8 +7,18 @@ only runs when the scheduler gives it a slice (milliseconds later), so a
 0.1 ms scan at 10,000 chunks can take several ms (the issue measured the
 sync median rising 6x on such a machine, while single-threaded libraries
 rose 1.1-2.1x).  :func:`scan_threads` therefore lets the scan use only as many
-BLAS threads as there are idle cores, read from ``/proc/stat`` (the machine's
-busy time minus this process's own) at most every 0.25 s.
+BLAS threads as there are idle cores, read from ``/proc/stat`` at most every
+0.25 s: the machine's busy time minus, at most, one core of this process's
+own (the thread that scans).  The async engine's other threads (the event
+loop running other requests, the other worker thread) count as busy: a BLAS
+helper thread competing with them for a core spin-waits and makes the scan
+wait (measured at 10,000 chunks, 256 queries at concurrency 64: 101-126
+requests/s against 938-1,082 with one BLAS thread).
+
+A scan smaller than :data:`SMALL_SCAN` multiply-adds (under ~16,000 rows of
+64 dimensions) always uses one thread in ``auto``: a second thread saves at
+most tens of microseconds there and costs milliseconds whenever its core is
+taken (``bench/README.md``).
 
 The setting is process-wide while a scan runs: concurrent scans share it
 (reference-counted under one lock) and the last one out restores the value
@@ -29,7 +39,16 @@ from typing import Any
 
 import numpy  # noqa: F401  (its BLAS must be loaded before threadpoolctl looks)
 
-__all__ = ["free_cores", "scan_blas_threads", "scan_threads", "set_scan_blas_threads"]
+__all__ = [
+    "SMALL_SCAN",
+    "free_cores",
+    "scan_blas_threads",
+    "scan_threads",
+    "set_scan_blas_threads",
+]
+
+SMALL_SCAN = 1 << 20
+"""Multiply-adds below which ``auto`` scans on one BLAS thread."""
 
 _ENV = "ZERDA_SCAN_BLAS_THREADS"
 _PROBE_EVERY = 0.25  # seconds between two reads of /proc/stat
@@ -104,7 +123,10 @@ def free_cores() -> float | None:
             cores = os.cpu_count() or usable
             machine_busy = cores * (sample[0] - _probe["busy"]) / d_total
             own_busy = (own - _probe["own"]) / max(now - _probe["at"], 1e-9)
-            free = min(usable, max(0.0, cores - max(0.0, machine_busy - own_busy)))
+            # Only the scanning thread's own core is credited back: the
+            # process's other busy threads compete with a BLAS helper too.
+            others = machine_busy - min(own_busy, 1.0)
+            free = min(usable, max(0.0, cores - max(0.0, others)))
     _probe.update(at=now, busy=sample[0], total=sample[1], own=own, free=free)
     return free
 
@@ -124,22 +146,27 @@ def _controllers() -> Any:
     return _libs
 
 
-def _wanted() -> int | None:
-    """Threads for the next scan, or None to leave BLAS as it is."""
+def _wanted(work: int) -> int | None:
+    """Threads for the next scan of ``work`` multiply-adds, or None to leave BLAS as it is."""
     if _setting == "off":
         return None
     if isinstance(_setting, int):
         return _setting
+    if work < SMALL_SCAN:
+        return 1
     free = free_cores()
     # Round down: a helper thread without a core of its own is what costs.
     return None if free is None else max(1, int(free + 0.25))
 
 
 @contextmanager
-def scan_threads() -> Iterator[None]:
-    """Run the body (a vector scan) with the BLAS threads :func:`_wanted` says."""
+def scan_threads(work: int = SMALL_SCAN) -> Iterator[None]:
+    """Run the body (a vector scan of ``work`` multiply-adds) with the BLAS threads it should use.
+
+    ``auto``: one thread under :data:`SMALL_SCAN`, else the free cores.
+    """
     global _active
-    limit = _wanted()
+    limit = _wanted(work)
     libs = _controllers() if limit is not None else []
     if limit is None or not libs:
         yield

@@ -124,7 +124,7 @@ class VectorIndex:
             unit_query = (query / q_norm).astype(self.dtype, copy=False)
             # As many BLAS threads as there are idle cores: a helper thread
             # without a core of its own makes the product wait (runtime docs).
-            with scan_threads():
+            with scan_threads(self.n_positions * unit_query.shape[0]):
                 parts = [segment @ unit_query for segment in self.segments]
             raw = parts[0] if len(parts) == 1 else np.concatenate(parts)
             sims = np.round(raw.astype(np.float64, copy=False), COSINE_DECIMALS)

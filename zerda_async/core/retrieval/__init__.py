@@ -28,6 +28,7 @@ from .hybrid import HybridRetriever
 from .index_retriever import IndexRetriever
 from .keyword import BM25_B, BM25_K1, KeywordRetriever
 from .metadata import MetadataRetriever
+from .neighbours import neighbour_evidence
 from .searches import IndexSearches
 from .tokenize import TOKEN_PATTERN, tokenize
 from .vector import VectorRetriever
@@ -57,6 +58,7 @@ __all__ = [
     "measures_coverage",
     "method_list",
     "method_weights",
+    "neighbour_evidence",
     "plan_search",
     "search_depth",
     "stable_top",

@@ -52,6 +52,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from ...errors import ConfigError
 from ..config import RetrieverConfig
 from ..models import RetrievalMethod, ScoredChunk
+from .neighbours import raised_by_neighbours
 
 __all__ = [
     "RRF_K",
@@ -73,10 +74,17 @@ MethodList = tuple[RetrievalMethod, Sequence[ScoredChunk]]
 """One method's candidates, best first, each carrying that method's score."""
 
 
-def fuse(lists: Sequence[MethodList], top_k: int, cfg: RetrieverConfig) -> list[ScoredChunk]:
+def fuse(
+    lists: Sequence[MethodList],
+    top_k: int,
+    cfg: RetrieverConfig,
+    keyword_evidence: Sequence[float] | None = None,
+) -> list[ScoredChunk]:
     """The ``top_k`` best chunks of ``lists`` by the fusion ``cfg.fusion`` names.
 
-    Raises :class:`~zerda_async.errors.ConfigError` for an unknown mode.
+    ``keyword_evidence`` (convex fusion only) replaces the keyword list's
+    evidence, one value per listed chunk (:mod:`.neighbours`).  Raises
+    :class:`~zerda_async.errors.ConfigError` for an unknown mode.
     """
     weights = method_weights(cfg)
     if cfg.fusion == "documented":
@@ -84,7 +92,7 @@ def fuse(lists: Sequence[MethodList], top_k: int, cfg: RetrieverConfig) -> list[
     if cfg.fusion == "rrf":
         return fuse_rrf(lists, top_k, weights, cfg.rrf_k)
     if cfg.fusion == "convex":
-        return fuse_convex(lists, top_k, weights)
+        return fuse_convex(lists, top_k, weights, keyword_evidence, cfg.neighbour_weight)
     raise ConfigError(
         f"unknown retriever.fusion {cfg.fusion!r}; expected 'documented', 'rrf' or 'convex'"
     )
@@ -267,7 +275,11 @@ def _evidence(method: RetrievalMethod, results: Sequence[ScoredChunk]) -> list[f
 
 
 def fuse_convex(
-    lists: Sequence[MethodList], top_k: int, weights: Mapping[RetrievalMethod, float]
+    lists: Sequence[MethodList],
+    top_k: int,
+    weights: Mapping[RetrievalMethod, float],
+    keyword_evidence: Sequence[float] | None = None,
+    neighbour_weight: float = 0.0,
 ) -> list[ScoredChunk]:
     """The ``top_k`` best chunks of ``lists`` by a weighted sum of each method's evidence.
 
@@ -276,6 +288,10 @@ def fuse_convex(
     ranks, ``retrieval_rank``, ``composite_score``, ``HYBRID``) and, for
     chunks of the vector list, ``vector_margin`` (cosine minus the list's last
     cosine).  Ties keep first-seen order; a repeat within one list counts once.
+    ``keyword_evidence``, when given, is the keyword list's evidence (one value
+    per listed chunk) in place of its query coverage; ``neighbour_weight``
+    raises each vector candidate's evidence toward its best neighbour's
+    (:func:`~.neighbours.raised_by_neighbours`).
     """
     fused: dict[str, ScoredChunk] = {}
     methods: dict[str, int] = {}
@@ -283,6 +299,10 @@ def fuse_convex(
         weight = weights[method]
         floor = results[-1].vector_score if results else 0.0
         evidence = _evidence(method, results)
+        if method is RetrievalMethod.KEYWORD and keyword_evidence is not None:
+            evidence = list(keyword_evidence)
+        elif method is RetrievalMethod.VECTOR and neighbour_weight > 0:
+            evidence = raised_by_neighbours(evidence, results, neighbour_weight)
         for rank, key, sc in first_places(results):
             entry = fused.get(key)
             if entry is None:

@@ -25,6 +25,7 @@ from ..index.analysis import Analyzer, TermMemo
 from ..models import RetrievalMethod, ScoredChunk
 from .coverage import QueryWeights, annotate_coverage
 from .fusion import MethodList, fuse, measures_coverage, search_depth
+from .neighbours import neighbour_evidence
 
 __all__ = ["Found", "Hit", "SearchPlan", "fuse_found", "method_list", "plan_search"]
 
@@ -178,9 +179,16 @@ def fuse_found(
 
     ``query_weights`` (called only when a fused chunk lacks coverage) gives the
     query's term weights in the index searched; ``analyzer`` is that index's
-    text analyser, ``memo`` a cache of analysed chunk texts.
+    text analyser, ``memo`` a cache of analysed chunk texts.  With convex fusion
+    and ``cfg.neighbour_weight`` above 0, the keyword list's evidence counts its
+    candidates' neighbours (:mod:`.neighbours`; needs ``query_weights``).
     """
-    fused = fuse(found.lists(), plan.k, cfg)
+    neighbours = cfg.fusion == "convex" and cfg.neighbour_weight > 0 and bool(found.keyword)
+    weights = query_weights() if neighbours and query_weights is not None else None
+    evidence = None
+    if weights is not None and found.keyword:
+        evidence = neighbour_evidence(found.keyword, weights, cfg.neighbour_weight, analyzer, memo)
+    fused = fuse(found.lists(), plan.k, cfg, evidence)
     if plan.coverage and query_weights is not None and any(sc.query_coverage < 0 for sc in fused):
-        annotate_coverage(fused, query_weights(), analyzer, memo)
+        annotate_coverage(fused, weights or query_weights(), analyzer, memo)
     return fused

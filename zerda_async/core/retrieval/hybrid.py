@@ -104,12 +104,27 @@ class HybridRetriever(HybridRetrieverStrategy):
         k = top_k or cfg.top_k
         depth = search_depth(cfg, k)  # convex fusion fuses deeper lists than it keeps
         lists = self._method_lists(query, depth, filters, query_vector, parse_filters(where))
-        fused = fuse(lists, k, cfg)
+        fused = fuse(lists, k, cfg, self._neighbour_evidence(query, lists))
         if measures_coverage(cfg) and any(sc.query_coverage < 0 for sc in fused):
             annotate = getattr(self.keyword_retriever, "annotate_coverage", None)
             if annotate is not None:
                 annotate(query, fused)
         return fused
+
+    def _neighbour_evidence(self, query: str, lists: list[MethodList]) -> list[float] | None:
+        """The keyword list's neighbour-aware evidence (``retriever.neighbour_weight``), or None.
+
+        Only for convex fusion with a positive weight and a keyword retriever
+        that measures it (``neighbour_evidence``, as :class:`.keyword.KeywordRetriever`).
+        """
+        cfg = self.cfg
+        if cfg.fusion != "convex" or cfg.neighbour_weight <= 0:
+            return None
+        keyword = next((found for m, found in lists if m is RetrievalMethod.KEYWORD), None)
+        measure = getattr(self.keyword_retriever, "neighbour_evidence", None)
+        if not keyword or measure is None:
+            return None
+        return cast(list[float], measure(query, keyword, cfg.neighbour_weight))
 
     def _method_lists(
         self,

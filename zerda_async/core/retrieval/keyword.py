@@ -20,6 +20,7 @@ from ..models import RetrievalMethod, ScoredChunk
 from ._base import IndexedRetriever
 from ._common import stable_top
 from .coverage import annotate_coverage
+from .neighbours import neighbour_evidence
 
 __all__ = ["BM25_B", "BM25_K1", "KeywordRetriever"]
 
@@ -85,6 +86,19 @@ class KeywordRetriever(IndexedRetriever[KeywordIndex]):
                 zip(positions.tolist(), normalised, coverage, strict=True)
             )
         ]
+
+    def neighbour_evidence(
+        self, query: str, candidates: Sequence[ScoredChunk], weight: float
+    ) -> list[float]:
+        """Each candidate's keyword evidence with its neighbours' terms at ``weight``.
+
+        See :func:`~.neighbours.neighbour_evidence`; the query's terms are
+        weighted with this index's idf, as :meth:`annotate_coverage` does.
+        """
+        index = self._view.index
+        terms = dict.fromkeys(index.analyzer.tokenize(query))
+        weights = [(term, index.idf(term)) for term in terms]
+        return neighbour_evidence(candidates, weights, weight, index.analyzer, self._terms)
 
     def annotate_coverage(self, query: str, chunks: Sequence[ScoredChunk]) -> None:
         """Set ``query_coverage`` on the ``chunks`` that lack it (found by another method).
