@@ -77,11 +77,9 @@ fused into the top 20; 50 measured above 20 and 30 and level with 100.
 """
 
 RECOMMENDED_MIN_VECTOR_MARGIN: float = 0.05
-"""A fixed ``composer.min_vector_margin`` for multilingual-e5-small (``docs/hybrid.md``).
-
-The recommended profile leaves the margin at 0 and takes the embedder's own
-calibration instead (``composer.embedder_floor``): a cosine margin means
-something only on the scale of the model it was measured on.
+"""A fixed ``composer.min_vector_margin`` for multilingual-e5-small (``docs/hybrid.md``);
+the recommended profile takes the embedder's own calibration instead
+(``composer.embedder_floor``): a margin means something only on one model's scale.
 """
 
 LengthCounter = Callable[[str], int]
@@ -199,12 +197,10 @@ class ComposerConfig(msgspec.Struct):
     """When positive, a chunk whose ``vector_margin`` (its cosine minus the last cosine of the
     vector list, set by ``retriever.fusion = "convex"``) reaches it also passes the
     ``min_query_coverage`` check: strong vector evidence answers a question that shares no
-    words with the documents (another language).  0: keywords alone decide.  This margin
-    is on one embedder's cosine scale; ``embedder_floor`` takes the embedder's own."""
+    words with the documents (another language).  0: keywords alone decide."""
     embedder_floor: bool = False
-    """When true, the ``min_query_coverage`` check also weighs vector evidence with the
-    thresholds of the embedder's ``vector_floor`` (``zerda_async.core.vector_floor``);
-    an embedder without one leaves the keyword check alone."""
+    """True: the ``min_query_coverage`` check also weighs vector evidence on the embedder's
+    own scale (its ``vector_floor``; none: the keyword check alone)."""
 
 
 class GuardConfig(msgspec.Struct):
