@@ -20,13 +20,11 @@ from zerda_async.apps import DemoChunk, load_demo_corpus
 from zerda_async.stores import (
     MemoryCacheStore,
     MemorySessionStore,
-    PostgresCacheStore,
-    PostgresSessionStore,
-    RedisCacheStore,
-    RedisSessionStore,
     StoredTurn,
     Stores,
 )
+
+from .shared_stores import server_stores
 
 CORPUS = [
     *load_demo_corpus(),
@@ -65,23 +63,9 @@ async def two_replicas(kind: str, url: str | None, prefix: str) -> AsyncIterator
     if kind == "memory":
         shared = Stores(sessions=CountingSessions(), cache=MemoryCacheStore())
         stores = [shared, shared]
-    elif kind == "redis":
-        assert url is not None
-        stores = []
-        for _ in range(2):
-            pair = [RedisSessionStore(url, prefix=prefix), RedisCacheStore(url, prefix=prefix)]
-            opened += pair
-            stores.append(Stores(sessions=pair[0], cache=pair[1]))
     else:
         assert url is not None
-        stores = []
-        for _ in range(2):
-            pg = [
-                await PostgresSessionStore.open(url, prefix=prefix),
-                await PostgresCacheStore.open(url, prefix=prefix),
-            ]
-            opened += pg
-            stores.append(Stores(sessions=pg[0], cache=pg[1]))
+        stores = await server_stores(kind, url, prefix, opened)
     try:
         async with AsyncExitStack() as stack:
             engines = []

@@ -29,12 +29,10 @@ from zerda_async.apps import load_demo_corpus
 from zerda_async.stores import (
     MemoryCacheStore,
     MemorySessionStore,
-    PostgresCacheStore,
-    PostgresSessionStore,
-    RedisCacheStore,
-    RedisSessionStore,
     Stores,
 )
+
+from .shared_stores import server_stores
 
 KINDS = ["process", "memory-sessions", "memory", "redis", "postgresql"]
 """``process``: one engine, no stores; ``memory-sessions``: a shared session store and each
@@ -107,21 +105,9 @@ async def replicas(kind: str, url: str | None, prefix: str) -> AsyncIterator[lis
     elif kind == "memory":
         shared = Stores(sessions=MemorySessionStore(), cache=MemoryCacheStore())
         stores = [shared, shared]
-    elif kind == "redis":
-        assert url is not None
-        for _ in range(2):
-            pair = [RedisSessionStore(url, prefix=prefix), RedisCacheStore(url, prefix=prefix)]
-            opened += pair
-            stores.append(Stores(sessions=pair[0], cache=pair[1]))
     else:
         assert url is not None
-        for _ in range(2):
-            pair = [
-                await PostgresSessionStore.open(url, prefix=prefix),
-                await PostgresCacheStore.open(url, prefix=prefix),
-            ]
-            opened += pair
-            stores.append(Stores(sessions=pair[0], cache=pair[1]))
+        stores += await server_stores(kind, url, prefix, opened)
     try:
         async with AsyncExitStack() as stack:
             engines = []

@@ -18,6 +18,7 @@ from zerda_async.apps._cli_args import (
 from zerda_async.apps._console import PROG, err
 from zerda_async.apps._index_vectors import VECTOR_CACHE, start_embedding, store_vectors
 from zerda_async.apps._ingest import SUFFIXES, read_paths
+from zerda_async.apps._interrupt import interruptible
 from zerda_async.apps._profiles import (
     DEFAULT_PROFILE,
     KEYWORD_ONLY,
@@ -51,6 +52,11 @@ DEFAULT_DIM = 256
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    with interruptible():  # Ctrl-C while embedding stops between two steps
+        return _index(args)
+
+
+def _index(args: argparse.Namespace) -> int:
     if args.hnsw and args.store is None:
         raise UsageError("--hnsw builds an index store's HNSW index: use it with --store URL")
     if args.store is not None:

@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import numpy as np
 
+from zerda_async.apps._interrupt import check_interrupt, embedding_started, embedding_stopped
 from zerda_async.apps._progress import Progress
 from zerda_async.embedders import CachedEmbedder, VectorCache, cache_key
 
@@ -53,11 +54,13 @@ class Embedding:
 
     def finish(self, texts: Sequence[str]) -> None:
         """End the progress line; keep only ``texts`` (the index's chunks) in the cache."""
+        embedding_stopped()
         self.progress.close()
         self.embedder.cache.keep(texts)
 
     def abort(self) -> None:
         """End the progress line; what was embedded stays in the cache file."""
+        embedding_stopped()
         self.progress.close()
 
 
@@ -80,7 +83,15 @@ def start_embedding(
         if known:
             cache.put([t for t, _ in known], np.asarray([v for _, v in known], dtype=np.float32))
     progress = Progress(len(cache.missing(texts)), label="embedding", unit="chunks", quiet=quiet)
-    wrapped = CachedEmbedder(embedder, cache, progress=progress.advance)
+
+    def advance(done: int) -> None:
+        # Called after each step's vectors are in the cache: a stop asked by
+        # Ctrl-C (apps._interrupt) ends the embedding here, between two steps.
+        progress.advance(done)
+        check_interrupt()
+
+    wrapped = CachedEmbedder(embedder, cache, progress=advance)
+    embedding_started()
     return Embedding(wrapped, progress)
 
 

@@ -35,6 +35,7 @@ from zerda_async.apps._cli_args import (
 from zerda_async.apps._cli_index import cmd_index
 from zerda_async.apps._cli_run import cmd_demo, cmd_query, cmd_serve
 from zerda_async.apps._console import PROG, ProgressBar, err, format_timings
+from zerda_async.apps._interrupt import EmbeddingInterrupted
 from zerda_async.errors import ZerdaError
 
 __all__ = ["ProgressBar", "build_parser", "format_timings", "main"]
@@ -82,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         leaf = _leaf(exc)
         if isinstance(leaf, KeyboardInterrupt):
+            return 130
+        if isinstance(leaf, EmbeddingInterrupted):
+            err(f"{PROG}: {leaf}")
             return 130
         err(f"{PROG}: error: {_message(leaf)}")
         # The exit status comes from the one error table (2: the command line was wrong).
