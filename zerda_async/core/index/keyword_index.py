@@ -256,6 +256,10 @@ class KeywordIndex:
         held = self.term_weights(term)
         return bm25_idf(self.n_live, 0 if held is None else int(held[0].shape[0]))
 
+    def query_weights(self, query: str) -> list[tuple[str, float]]:
+        """``query``'s distinct analysed terms, in order, each with its :meth:`idf`."""
+        return [(term, self.idf(term)) for term in dict.fromkeys(self.analyzer.tokenize(query))]
+
     def coverage(
         self, terms: Sequence[str], positions: NDArray[np.signedinteger[Any]]
     ) -> NDArray[np.float64]:

@@ -96,8 +96,7 @@ class KeywordRetriever(IndexedRetriever[KeywordIndex]):
         weighted with this index's idf, as :meth:`annotate_coverage` does.
         """
         index = self._view.index
-        terms = dict.fromkeys(index.analyzer.tokenize(query))
-        weights = [(term, index.idf(term)) for term in terms]
+        weights = index.query_weights(query)
         return neighbour_evidence(candidates, weights, weight, index.analyzer, self._terms)
 
     def annotate_coverage(self, query: str, chunks: Sequence[ScoredChunk]) -> None:
@@ -108,6 +107,4 @@ class KeywordRetriever(IndexedRetriever[KeywordIndex]):
         hit of the same text gets.
         """
         index = self._view.index
-        terms = dict.fromkeys(index.analyzer.tokenize(query))
-        weights = [(term, index.idf(term)) for term in terms]
-        annotate_coverage(chunks, weights, index.analyzer, self._terms)
+        annotate_coverage(chunks, index.query_weights(query), index.analyzer, self._terms)

@@ -79,9 +79,7 @@ class IndexSearches:
 
     def query_weights(self, query: str) -> QueryWeights:
         """``query``'s distinct analysed terms with their idf over the live chunks."""
-        keyword = self.index.keyword
-        terms = dict.fromkeys(keyword.analyzer.tokenize(query))
-        return [(term, keyword.idf(term)) for term in terms]
+        return self.index.keyword.query_weights(query)
 
     def _top(
         self,
