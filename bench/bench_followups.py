@@ -14,6 +14,13 @@ as an LLM's answer would carry it), the second is measured:
 * **switch**: the same first turn, then an unmodified question of another
   article, chosen with a fixed seed.  The first turn can only pollute it.
 
+Tune/report split: every conversation belongs to the half of its measured
+question's article (even articles: *tune*, odd: *report*).  The detector's
+rules were adjusted looking only at the tune half (``--misses`` prints its
+misses and false alarms); the report half is the held-out figure.  The
+detector table also gives the share of *all* the dataset's original questions
+of each half that it enriches (most of them stand alone).
+
 Three ``history_enrichment`` modes, run on the same conversations, interleaved
 (one engine each, same chunks): ``never``, ``always`` (the documented engine,
 today) and ``refers_back`` (the recommended profile).  Measured on the second
@@ -62,6 +69,21 @@ class Conversation:
     answer: str
     second: Question
     original: str  # the second question as the dataset asks it
+
+    @property
+    def half(self) -> str:
+        """``tune`` or ``report``: the parity of the measured question's article."""
+        return half(self.second)
+
+
+def article_of(question: Question) -> int:
+    """The index of the article a question of ``load_set`` was asked on."""
+    return int(next(iter(question.relevant)).split("-")[1])
+
+
+def half(question: Question) -> str:
+    """``tune`` (even article) or ``report`` (odd article): see the module notes."""
+    return "report" if article_of(question) % 2 else "tune"
 
 
 @dataclass
@@ -127,8 +149,7 @@ def build(path: Path, name: str, lang: str, arabic: bool, chunk_size: int) -> Se
     rng = random.Random(SEED)
     by_article: dict[int, list[Question]] = {}
     for q in corpus.questions:
-        article_id = int(next(iter(q.relevant)).split("-")[1])
-        by_article.setdefault(article_id, []).append(q)
+        by_article.setdefault(article_of(q), []).append(q)
     switches = []
     for a, first, answer in firsts:
         other = rng.choice([k for k in by_article if k != a])
@@ -156,17 +177,17 @@ def config(mode: str) -> ContextEngineConfig:
     return cfg
 
 
-def measure(sets: Sets, embedder: Any, use_vector: bool) -> dict[tuple[str, str], Tally]:
-    """Tallies per (kind, mode); the modes run each conversation in turn (interleaved)."""
+def measure(sets: Sets, embedder: Any, use_vector: bool) -> dict[tuple[str, str, str], Tally]:
+    """Tallies per (half, kind, mode); the modes run each conversation in turn (interleaved)."""
     engines = {}
     for mode in MODES:
         cfg = config(mode)
         cfg.retriever.use_vector = use_vector
         engines[mode] = make_engine(cfg, sets.corpus.chunks, embedder)
     rankers = {mode: engine_ranker(engine) for mode, engine in engines.items()}
-    tallies: dict[tuple[str, str], Tally] = {}
+    tallies: dict[tuple[str, str, str], Tally] = {}
     for kind, conversations in (("follow-up", sets.follow_ups), ("switch", sets.switches)):
-        for conv in conversations:
+        for conv in sorted(conversations, key=lambda c: c.half, reverse=True):
             answers = [normalise(a) for a in conv.second.answers]
             for mode in MODES:
                 engine = engines[mode]
@@ -175,7 +196,7 @@ def measure(sets: Sets, embedder: Any, use_vector: bool) -> dict[tuple[str, str]
                 engine.set_conversation(history)
                 result = engine.run(conv.second.text, record_turn=False)
                 effective = result.query_analysis.original_query
-                tally = tallies.setdefault((kind, mode), Tally())
+                tally = tallies.setdefault((conv.half, kind, mode), Tally())
                 tally.count += 1
                 tally.enriched += effective != conv.second.text
                 tally.recall += bool(set(rankers[mode](effective)[:20]) & conv.second.relevant)
@@ -183,12 +204,13 @@ def measure(sets: Sets, embedder: Any, use_vector: bool) -> dict[tuple[str, str]
     return tallies
 
 
-def rows(name: str, tallies: dict[tuple[str, str], Tally]) -> list[list[Any]]:
+def rows(name: str, tallies: dict[tuple[str, str, str], Tally]) -> list[list[Any]]:
     out = []
-    for (kind, mode), t in tallies.items():
+    for (part, kind, mode), t in tallies.items():
         out.append(
             [
                 name,
+                part,
                 kind,
                 mode,
                 t.count,
@@ -211,8 +233,44 @@ def examples(all_sets: Sequence[Sets], count: int) -> list[str]:
     return lines
 
 
+def _share(hits: int, count: int) -> str:
+    return f"{hits}/{count} = {hits / count:.1%}" if count else "-"
+
+
+def detector_rows(all_sets: Sequence[Sets]) -> list[list[Any]]:
+    """Per set and half: what ``refers_back`` says of the follow-ups, the switches and every
+    original question of the dataset (the questions stand alone, a few are underspecified)."""
+    out: list[list[Any]] = []
+    for sets in all_sets:
+        for part in ("tune", "report"):
+            groups = (
+                [c.second for c in sets.follow_ups if c.half == part],
+                [c.second for c in sets.switches if c.half == part],
+                [q for q in sets.corpus.questions if half(q) == part],
+            )
+            hits = [_share(sum(refers_back(q.text) for q in g), len(g)) for g in groups]
+            out.append([sets.corpus.name, part, *hits])
+    return out
+
+
+def misses(all_sets: Sequence[Sets]) -> list[str]:
+    """The tune half's missed follow-ups and enriched originals (the report half stays unseen)."""
+    lines = []
+    for sets in all_sets:
+        for conv in sets.follow_ups:
+            if conv.half == "tune" and not refers_back(conv.second.text):
+                lines.append(f"- {sets.corpus.name} missed follow-up: {conv.second.text}")
+        for q in sets.corpus.questions:
+            if half(q) == "tune" and refers_back(q.text):
+                lines.append(f"- {sets.corpus.name} enriched original: {q.text}")
+    return lines
+
+
+DETECTOR_HEADERS = ["set", "half", "follow-ups caught", "switches enriched", "originals enriched"]
+
 HEADERS = [
     "set",
+    "half",
     "second turn",
     "history_enrichment",
     "conversations",
@@ -228,6 +286,12 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=400)
     parser.add_argument("--e5", action="store_true", help="also measure with e5 (slow)")
     parser.add_argument("--examples", type=int, default=4, help="rewriting examples per set")
+    parser.add_argument(
+        "--misses", action="store_true", help="print the tune half's misses and stop"
+    )
+    parser.add_argument(
+        "--detector", action="store_true", help="print the detector table only (no engine)"
+    )
     args = parser.parse_args()
 
     all_sets = [
@@ -235,6 +299,14 @@ def main() -> None:
         build(args.data / "xquad-en-public.json.gz", "XQuAD en", "xen", False, args.chunk_size),
         build(args.data / "xquad-ar-public.json.gz", "XQuAD ar", "xar", True, args.chunk_size),
     ]
+    if args.misses:
+        print("\n".join(misses(all_sets)))
+        return
+    detector = ["", "Detector (refers_back alone)", ""]
+    detector.append(format_table(DETECTOR_HEADERS, detector_rows(all_sets)))
+    if args.detector:
+        print("\n".join(detector))
+        return
     profiles: list[tuple[str, Any, bool]] = [("recommended, keyword only", None, False)]
     if args.e5:
         from _e5_vectors import E5Embedder, E5Vectors
@@ -264,10 +336,12 @@ def main() -> None:
         " answer-in-context of run() at the default budget. Follow-ups: a question of the same"
         " paragraph naming the subject, rewritten with a pronoun (rewrite_en / rewrite_ar);"
         f" switches: an unmodified question of another article (seed {SEED}). Modes"
-        " interleaved per conversation, cache off.",
+        " interleaved per conversation, cache off. Halves: the measured question's article,"
+        " even = tune (looked at while writing the rules), odd = report (held out).",
         "",
         "Rewriting examples:",
         *examples(all_sets, args.examples),
+        *detector,
         *tables,
     ]
     output = "\n".join(text)
