@@ -59,48 +59,20 @@ suffix pointing to a name two words before ("متى وسع لوثر تهجمه؟
 
 from __future__ import annotations
 
-import re
-
+from . import _followup_words as w
 from .index.analysis import fold_arabic
 
 __all__ = ["refers_back"]
 
+_EN_SHORT = 4
+_AR_SHORT = 3
+_AR_HA_LENGTH = 4
+_AR_ANTECEDENTS = 3
+_PROCLITICS = ("و", "ف")
+_JOINED = ("ب", "ل", "ك")
 
-def _words(text: str) -> frozenset[str]:
-    """The space-separated words of ``text``, Arabic ones folded as queries are."""
-    return frozenset(fold_arabic(word) for word in text.split())
-
-
-_EN_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
-_AR_WORD = re.compile(r"[\u0621-\u064a0-9\u0660-\u0669]+")
 
 # -- English ------------------------------------------------------------------------------
-
-_EN_PRONOUNS = _words("he him his she her hers they them their theirs it its")
-_EN_DEMONSTRATIVES = _words("this these those")
-_EN_BE_DO = _words(
-    "is was are were be been being 's am do does did has have had will would can could"
-)
-_EN_PREPOSITIONS = _words(
-    "about after before of in on at from by for with during since like to into"
-    " than under over through without against besides"
-)
-_EN_EXISTENTIAL = _words("is are was were be been 's exist exists existed remain remains")
-_EN_IMPERSONAL = re.compile(
-    r"\b(?:it\s+(?:is|was|'s|has\s+been|will\s+be|would\s+be)\s+\w+\s+(?:to|that|for)\b"
-    r"|is\s+it\s+(?:true|possible|necessary|likely|important|known)\b"
-    r"|it\s+(?:takes?|took)(?:\s+\w+){0,2}\s+to\b"
-    r"|is\s+it\s+called\b|does\s+it\s+mean\b)"
-)
-_EN_OPENERS = ("and ", "but ", "also ", "what about ", "how about ", "what else")
-_EN_FUNCTION = _words(
-    "a an the what which who whom whose when where why how is was are were be been do does"
-    " did has have had can could will would should shall may might must of in on at to for"
-    " from by with about and or but also so then else again now more most many much long"
-    " often old exactly really any some one ones other another year years time date day"
-    " place name number reason kind type way people thing things"
-)
-_EN_SHORT = 4
 
 
 def _english_antecedents(words: list[str]) -> list[bool]:
@@ -117,7 +89,7 @@ def _english_antecedents(words: list[str]) -> list[bool]:
     for word in words:
         lower = word.casefold()
         marks.append(named)
-        if lower in _EN_FUNCTION or lower in _EN_PRONOUNS or lower in _EN_DEMONSTRATIVES:
+        if lower in w.EN_FUNCTION or lower in w.EN_PRONOUNS or lower in w.EN_DEMONSTRATIVES:
             continue
         named = named or (word[0].isupper() and lower != "i")
     return marks
@@ -127,38 +99,40 @@ def _demonstrative_that(before: str | None, after: str | None) -> bool:
     """``that`` as a pronoun ("after that", "was that ..."), not a relative or conjunction."""
     if before in ("so", "such"):
         return False
-    return before is None or after is None or before in _EN_PREPOSITIONS or before in _EN_BE_DO
+    return before is None or after is None or before in w.EN_PREPOSITIONS or before in w.EN_BE_DO
 
 
 def _ends_phrase(after: str | None) -> bool:
     """No noun follows: "the same?" is a reference, "the former guitarist" is not."""
-    return after is None or after in _EN_FUNCTION or after in _EN_BE_DO
+    return after is None or after in w.EN_FUNCTION or after in w.EN_BE_DO
 
 
 def _english_refers_back(original: str) -> bool:
-    cased = _EN_WORD.findall(original.replace("\u2019", "'"))
+    cased = w.EN_WORD.findall(original.replace("\u2019", "'"))
     if not cased:
         return False
-    words = [w.casefold() for w in cased]
+    words = [word.casefold() for word in cased]
     text = " ".join(words)
-    if original.casefold().lstrip().startswith(_EN_OPENERS):
+    if original.casefold().lstrip().startswith(w.EN_OPENERS):
         return True
-    if len(words) <= _EN_SHORT and all(w in _EN_FUNCTION for w in words):
+    if len(words) <= _EN_SHORT and all(word in w.EN_FUNCTION for word in words):
         return True
-    impersonal = bool(_EN_IMPERSONAL.search(text))
+    impersonal = bool(w.EN_IMPERSONAL.search(text))
     antecedent = _english_antecedents(cased)
     for i, word in enumerate(words):
         before = words[i - 1] if i else None
         after = words[i + 1] if i + 1 < len(words) else None
-        if word in _EN_PRONOUNS and not (word in ("it", "its") and impersonal):
-            stranded = after is None and before in _EN_PREPOSITIONS  # "... in favour of it?"
+        if word in w.EN_PRONOUNS and not (word in ("it", "its") and impersonal):
+            # Stranded at the end, after a preposition or as the object of the last
+            # verb, it points out of the question even after a name ("... recognize it?").
+            stranded = after is None and (before in w.EN_PREPOSITIONS or word in w.EN_OBJECTS)
             if stranded or not antecedent[i]:
                 return True
-        if word in _EN_DEMONSTRATIVES:
+        if word in w.EN_DEMONSTRATIVES:
             return True
         if word == "that" and _demonstrative_that(before, after):
             return True
-        if word == "there" and before not in _EN_EXISTENTIAL and after not in _EN_EXISTENTIAL:
+        if word == "there" and before not in w.EN_EXISTENTIAL and after not in w.EN_EXISTENTIAL:
             return True
         if before == "the" and word in ("same", "former", "latter") and _ends_phrase(after):
             return True
@@ -166,44 +140,6 @@ def _english_refers_back(original: str) -> bool:
 
 
 # -- Arabic -------------------------------------------------------------------------------
-
-_AR_DEMONSTRATIVES = _words("هذا هذه هذان هذين هاتان هاتين هؤلاء ذلك تلك ذاك اولئك")
-_AR_CONNECTIVES = _words("لذلك كذلك ولذلك وكذلك فلذلك")
-_AR_PRONOUNS = _words("هو هي هم هما هن")
-_AR_PRONOUN_CUES = _words("هل لماذا وهل فهل")
-_AR_POSSESSION = _words("له لها لهم لديه لديها لديهم عنده عندها عندهم")
-_AR_SUFFIXES = ("هما", "هم", "هن", "ها", "ه")
-_AR_PREPOSITION_STEMS = tuple(
-    sorted(
-        _words(
-            "في من عن ل ب على إلى مع عند لدى حول بعد قبل مثل ضد بين دون خلال تحت فوق أمام وراء"
-            " عبر نحو داخل خارج"
-        )
-    )
-)
-_AR_PREPOSITIONS_WITH_SUFFIX = frozenset(
-    stem + suffix for stem in _AR_PREPOSITION_STEMS for suffix in _AR_SUFFIXES
-)
-_AR_NOUN_SUFFIXES = ("هما", "هم", "ها")
-# Before a final root "ه" (not a suffix): "اتجاه مياه", "تنبيه شبيه", "تشابه", "مكروه".
-_AR_ROOT_HA = frozenset("ايوب")
-_AR_HA_LENGTH = 4
-_AR_QUANTIFIERS = _words("كل جميع بعض نفس ذات معظم اغلب عين كلا اي ايت")
-_AR_NATURAL_ENDINGS = tuple(sorted(_words("ساهم سهم فهم درهم دراهم وهم تهم بهم مهما منتهم")))
-_AR_RELATIVES = _words("الذي التي الذين اللذان اللتان اللاتي اللواتي اللائي اللذين اللتين")
-_AR_INTERROGATIVES = _words("ما من ماذا")
-_AR_OPENERS = _words("وماذا ومتى واين وكيف ولماذا ومن وما وكم وهل وأي")
-_AR_FUNCTION = _words(
-    "ما ماذا من متى اين كيف لماذا كم هل اي أي اذا و او في عن الى على مع ثم ايضا"
-    " كان كانت يكون هو هي هم ذلك هذا هذه عام سنة اسم عدد سبب نوع متي فقط بالضبط"
-    " وماذا ومتى واين وكيف ولماذا ومن وما وكم وهل ماهو ماهي داخل خارج حول بين عند بعد قبل"
-    " خلال منذ حتى الذي التي الذين"
-)
-_AR_SHORT = 3
-_AR_PRO_DROP = _words("متى كيف لماذا")
-_AR_ANTECEDENTS = 3
-_PROCLITICS = ("و", "ف")
-_JOINED = ("ب", "ل", "ك")
 
 
 def _strip_proclitics(word: str) -> list[str]:
@@ -217,63 +153,157 @@ def _strip_proclitics(word: str) -> list[str]:
     return forms
 
 
+def _bare(word: str) -> str:
+    """``word`` without the proclitics and the article: the form the word lists hold."""
+    bare = _strip_proclitics(word)[-1]
+    return bare[2:] if bare.startswith("ال") and len(bare) > 4 else bare
+
+
 def _suffixed_word(word: str) -> bool:
-    """A noun or verb ending in a pronoun suffix ``ها هم هما`` (see the module notes)."""
+    """A noun or verb ending in a pronoun suffix ``ه ها هم هما`` (see the module notes)."""
     core = word[1:] if len(word) > 5 and word[0] in _PROCLITICS else word
     if core.startswith(("ال", "لل")) or len(core) < _AR_HA_LENGTH:
         return False
     if core.endswith("ته"):
         return True  # a noun in "ة" with "ه": "علاقته", "وفاته"
-    if core.endswith("ه") and len(core) >= _AR_HA_LENGTH and core[-2] not in _AR_ROOT_HA:
+    if core.endswith("ه") and core[-2] not in w.AR_ROOT_HA:
         return True  # "أرضه", "عمره"; not "اتجاه", "تنبيه", "تشابه", "مكروه"
-    if len(core) < 5 or not core.endswith(_AR_NOUN_SUFFIXES):
+    if len(core) < 5 or not core.endswith(w.AR_NOUN_SUFFIXES):
         return False
-    if core.endswith(_AR_NATURAL_ENDINGS) or core[:-1].endswith(_AR_NATURAL_ENDINGS):
-        return False  # also with the accusative alif: "درهما"
+    bare = _bare(word)
+    if bare in w.AR_NATURAL_WORDS or bare[:-1] in w.AR_NATURAL_WORDS:
+        return False  # "يساهم", "دراهم"; also with the accusative alif: "درهما"
     stem = core[:-3] if core.endswith("هما") else core[:-2]
-    return stem not in _AR_QUANTIFIERS
+    return stem not in w.AR_QUANTIFIERS
+
+
+def _feminine_or_plural(word: str) -> bool:
+    """Could ``word`` be what a "ها" stands for?  A feminine ending (``ة اء ا``, ``ه`` for a
+    ``ة``), a plural in ``ات`` or the shape of a broken plural (``مراحل مشاريع حدود``)."""
+    bare = _bare(word)
+    if bare.endswith(w.AR_FEMININE_ENDINGS):
+        return True
+    return (len(bare) in (5, 6) and bare[2] == "ا") or (len(bare) == 4 and bare[2] == "و")
+
+
+def _suffix(word: str) -> str:
+    """The pronoun suffix ``word`` ends with (longest first)."""
+    return next((s for s in w.AR_SUFFIXES if word.endswith(s)), "")
+
+
+def _verb_like(word: str, lenient: bool) -> bool:
+    """A verb by its form: a common one, a present tense in ``ي`` (``ت``/``ن``, or a past in
+    ``ت``, when ``lenient``: where a name cannot stand), or a plural in ``وا``/``ون``."""
+    if word.startswith("ال") or len(word) < 3:
+        return False
+    if word in w.AR_COMMON_VERBS or word[0] == "ي" or word.endswith("وا"):
+        return True
+    return lenient and (word[0] in "تن" or (word.endswith("ت") and len(word) > 3))
+
+
+def _subject_left_to_verb(words: list[str]) -> bool:
+    """A question phrase and then a verb with no subject of its own: "في أي عام ولد؟".
+
+    Singular verbs end the question (or only an adverb follows: "أين يعيش الآن؟");
+    a plural verb may be followed by anything ("متى وصلوا إلى الأندلس؟"), since a
+    named subject takes a singular verb when it follows it.
+    """
+    i, lenient, asked = 0, False, False
+    while i < len(words) and words[i] in w.AR_PHRASE_WORDS:
+        asked = asked or words[i] in w.AR_QUESTION_WORDS
+        lenient = lenient or words[i] in w.AR_LENIENT
+        i += 1
+        if words[i - 1] in w.AR_NOUN_SLOT and i < len(words) - 1:
+            i, lenient = i + 1, True  # the noun asked about: "أي عام", "كم سنة"
+    if not asked or i >= len(words) or not _verb_like(words[i], lenient):
+        return False
+    verb, rest = words[i], words[i + 1 :]
+    plural = (verb.endswith("وا") and verb[0] not in "يتن") or (
+        verb.endswith("ون") and verb[0] == "ي" and len(verb) > 5
+    )
+    return plural or all(word in w.AR_TRAILING for word in rest)
+
+
+def _arabic_ellipsis(words: list[str]) -> bool:
+    """The question leaves out what the conversation says: "ومتى؟", "ماذا عن القاهرة؟"."""
+    first = words[0]
+    if first in w.AR_OPENERS or (first == "ماذا" and len(words) > 1 and words[1] == "عن"):
+        return True
+    short = len(words) <= _AR_SHORT
+    if short and all(word in w.AR_FUNCTION for word in words):
+        return True
+    if short and first.startswith("وال") and not first.startswith(w.AR_WAL_WORDS):
+        return True  # "والثاني؟"
+    return _subject_left_to_verb(words)
 
 
 def _arabic_refers_back(text: str) -> bool:
-    words = _AR_WORD.findall(fold_arabic(text))
+    words = w.AR_WORD.findall(fold_arabic(text))
     if not words:
         return False
-    first = words[0]
-    if first in _AR_OPENERS or (first == "ماذا" and len(words) > 1 and words[1] == "عن"):
+    if _arabic_ellipsis(words):
         return True
-    if len(words) <= _AR_SHORT and all(w in _AR_FUNCTION for w in words):
-        return True
-    if len(words) == 2 and first in _AR_PRO_DROP and not words[1].startswith("ال"):
-        return True  # "متى تأسست؟": a verb whose subject is the previous turn's
-    resumptive, content_before = False, 0  # resumptive: a relative waits for its pronoun
+    # resumes: the suffixes the last relative pronoun (at ``relative``) waits for;
+    # feminine: a possible antecedent of "ها" was seen.
+    resumes: tuple[str, ...] = ()
+    relative, content_before, feminine = 0, 0, False
     for i, word in enumerate(words):
         before = words[i - 1] if i else None
         after = words[i + 1] if i + 1 < len(words) else None
         forms = _strip_proclitics(word)
-        if word not in _AR_CONNECTIVES and any(f in _AR_DEMONSTRATIVES for f in forms):
+        if _arabic_pointer(forms, before, after):
             return True
-        pronoun = next((f for f in forms if f in _AR_PRONOUNS), None)
-        if pronoun is not None and (
-            before is None
-            or before in _AR_PRONOUN_CUES
-            or pronoun != word
-            or (after is None and not before.startswith("ال"))
+        plain = forms[1] if len(forms) > 1 and word[0] in _PROCLITICS else word
+        preposition = any(f in w.AR_PREPOSITIONS_WITH_SUFFIX for f in forms) and (
+            plain[: -len(_suffix(plain)) or None] not in w.AR_QUANTIFIERS  # "كلها": no "لها"
+        )
+        suffixed = preposition or _suffixed_word(word)
+        if word in w.AR_POSSESSION and before is not None and after is not None:
+            # "من لديه ..." (who has), "جامعة لها ..." (a university that has): not a
+            # reference; closing the question it is one ("هل يوجد علاج له؟").
+            suffixed = before not in w.AR_INTERROGATIVES and before in w.AR_FUNCTION
+        if i and word in w.AR_OPENERS and content_before:
+            content_before = max(content_before, _AR_ANTECEDENTS)  # "..., وما عدد سكانها؟"
+        # The suffix a relative pronoun waits for resumes its noun ("الدولة التي ولد فيها
+        # ابن خلدون"), but closing the question right after the relative and a verb it
+        # leaves that verb without a subject: "ما الدولة التي ولد فيها؟" (where was *he*
+        # born).  A suffix that does not agree with the relative does not resume it ("ما
+        # الذي يميزها؟").  After three content words a suffix most likely points to one of
+        # them ("بدأ ثامر حسني مسيرته"), unless it closes the question on a preposition
+        # ("كم مقاطعة في الجزء الأوروبي منها؟") or it is "ها" and none of them is
+        # feminine or plural.
+        if suffixed and _suffix(word) in resumes:
+            if after is None and i - relative <= 2:
+                return True
+            resumes = ()
+        elif suffixed and (
+            content_before < _AR_ANTECEDENTS
+            or (preposition and after is None)
+            or (_suffix(word) == "ها" and not feminine)
         ):
             return True
-        suffixed = any(f in _AR_PREPOSITIONS_WITH_SUFFIX for f in forms) or _suffixed_word(word)
-        if word in _AR_POSSESSION and before is not None:
-            # "من لديه ..." (who has), "جامعة لها ..." (a university that has): not a reference.
-            suffixed = before not in _AR_INTERROGATIVES and before in _AR_FUNCTION
-        # The first suffix after a relative pronoun resumes its noun ("الدولة التي ولد
-        # فيها"); after three content words a suffix most likely points to one of them
-        # ("بدأ ثامر حسني مسيرته"); after two it still counts ("كم بلد شارك فيها؟").
-        if suffixed and resumptive:
-            resumptive = False
-        elif suffixed and content_before < _AR_ANTECEDENTS:
-            return True
-        resumptive = resumptive or word in _AR_RELATIVES
-        content_before += len(word) >= 3 and word not in _AR_FUNCTION and not suffixed
+        if (found := next((f for f in forms if f in w.AR_RELATIVES), None)) is not None:
+            resumes, relative = w.AR_RELATIVES[found], i  # also "والتي"
+        content = len(word) >= 3 and word not in w.AR_FUNCTION and not suffixed
+        content_before += content
+        feminine = feminine or (content and _feminine_or_plural(word))
     return False
+
+
+def _arabic_pointer(forms: list[str], before: str | None, after: str | None) -> bool:
+    """A demonstrative, a locative "there" or an independent pronoun that points back."""
+    word = forms[0]
+    if word not in w.AR_CONNECTIVES and any(f in w.AR_DEMONSTRATIVES for f in forms):
+        return True
+    if word in w.AR_THERE and after is None and before not in w.AR_FUNCTION:
+        return True  # "هل ما زال يعمل هناك؟", not the existential "هل هناك ..."
+    pronoun = next((f for f in forms if f in w.AR_PRONOUNS), None)
+    return pronoun is not None and (
+        before is None
+        or before in w.AR_PRONOUN_CUES
+        or pronoun != word
+        or (after is None and not before.startswith("ال"))
+    )
 
 
 def refers_back(query: str) -> bool:
