@@ -5,8 +5,10 @@ the detector's rules were last changed: follow-ups that need the previous turn
 (Arabic and English) and questions that name their subject (topic switches).
 ``bench/bench_followups.py`` measures the detector on questions rewritten from
 the public datasets; this set keeps the rules honest on questions it never saw.
-Known misses and false alarms are strict xfails: fixing one turns it into a
-failure, so the list stays true.
+The ``LATER_`` lists were written after the rules, as a blind check (18 of the
+20 follow-ups were caught, none of the 20 switches enriched; one rule moved since:
+``ه`` after ``ي``, "لاعبيه").  Known misses and false alarms are strict xfails:
+fixing one turns it into a failure, so the list stays true.
 """
 
 from __future__ import annotations
@@ -164,8 +166,63 @@ ENGLISH_SWITCHES = [
     "How do bees make honey?",
 ]
 
+LATER_FOLLOW_UPS = [
+    "ما هي عملتها؟",
+    "متى استقلت؟",
+    "من أول من سكنها؟",
+    "كم عدد لاعبيه؟",
+    "هل فاز بأي بطولة؟",
+    "ما هي أشهر أغانيها؟",
+    "وما رأيك فيه؟",
+    "من درّبه في صغره؟",
+    "هل كان لها دور في الحرب؟",
+    "ماذا كتب عنها المؤرخون؟",
+    "لماذا انهارت؟",
+    "أين نشأ؟",
+    "في أي قرن عاشوا؟",
+    "كم دامت ولايته؟",
+    "هل تلك الرواية مترجمة؟",
+    "ما الجائزة التي حصل عليها؟",
+    "ما المدينة التي عاش فيها؟",
+    "وبعد ذلك؟",
+    "ما سبب شهرته؟",
+    "هل له أبناء؟",
+    # known misses of every version so far
+    "أين تعلم القراءة؟",
+    "When was the company founded?",
+]
+
+LATER_SWITCHES = [
+    "ما عاصمة أستراليا؟",
+    "متى استقلت الجزائر؟",
+    "من كتب كليلة ودمنة؟",
+    "كم عدد لاعبي كرة السلة في الفريق؟",
+    "هل فاز المغرب بكأس أفريقيا؟",
+    "ما هي أشهر أغاني فيروز؟",
+    "أين نشأ الخط الكوفي؟",
+    "لماذا انهارت الدولة العباسية؟",
+    "في أي قرن عاش المتنبي؟",
+    "ما الجائزة التي حصل عليها نجيب محفوظ؟",
+    "ما المدينة التي عاش فيها ابن رشد؟",
+    "كيف تنمو النباتات في الصحراء؟",
+    "ما هي أعراض نقص الحديد؟",
+    "من هو أول رئيس للولايات المتحدة؟",
+    "كم تستغرق رحلة الحج؟",
+    "ما الفرق بين الطقس والمناخ؟",
+    "هل يمكن رؤية سور الصين من الفضاء؟",
+    "ما أصل كلمة الكيمياء؟",
+    "ما هي الدول التي يمر بها نهر النيل؟",
+    "متى يبدأ فصل الربيع؟",
+]
+
 # Known misses (follow-ups left alone) and false alarms (switches enriched), strict.
-KNOWN_MISSES: frozenset[str] = frozenset()
+KNOWN_MISSES = frozenset(
+    {
+        "هل فاز بأي بطولة؟",  # a verb and its object: the subject is only implied
+        "أين تعلم القراءة؟",  # the same
+        "When was the company founded?",  # a definite description, no pronoun
+    }
+)
 KNOWN_FALSE_ALARMS = frozenset(
     {
         # the suffix stands for the noun asked about, two words before; "كم بلد شارك
@@ -185,19 +242,23 @@ def _cases(questions: list[str], known: frozenset[str], why: str) -> list[object
 def test_the_set_has_its_announced_size() -> None:
     assert len(ARABIC_FOLLOW_UPS) == len(set(ARABIC_FOLLOW_UPS)) == 60
     assert len(ARABIC_SWITCHES) == len(set(ARABIC_SWITCHES)) == 60
-    assert set(ARABIC_FOLLOW_UPS + ENGLISH_FOLLOW_UPS) >= KNOWN_MISSES
-    assert set(ARABIC_SWITCHES + ENGLISH_SWITCHES) >= KNOWN_FALSE_ALARMS
+    assert set(ARABIC_FOLLOW_UPS + ENGLISH_FOLLOW_UPS + LATER_FOLLOW_UPS) >= KNOWN_MISSES
+    assert set(ARABIC_SWITCHES + ENGLISH_SWITCHES + LATER_SWITCHES) >= KNOWN_FALSE_ALARMS
 
 
 @pytest.mark.parametrize(
-    "query", _cases(ARABIC_FOLLOW_UPS + ENGLISH_FOLLOW_UPS, KNOWN_MISSES, "known miss")
+    "query",
+    _cases(ARABIC_FOLLOW_UPS + ENGLISH_FOLLOW_UPS + LATER_FOLLOW_UPS, KNOWN_MISSES, "known miss"),
 )
 def test_follow_ups_are_enriched(query: str) -> None:
     assert refers_back(query)
 
 
 @pytest.mark.parametrize(
-    "query", _cases(ARABIC_SWITCHES + ENGLISH_SWITCHES, KNOWN_FALSE_ALARMS, "known false alarm")
+    "query",
+    _cases(
+        ARABIC_SWITCHES + ENGLISH_SWITCHES + LATER_SWITCHES, KNOWN_FALSE_ALARMS, "known false alarm"
+    ),
 )
 def test_switches_are_left_alone(query: str) -> None:
     assert not refers_back(query)

@@ -74,6 +74,14 @@ AR_PREPOSITIONS_WITH_SUFFIX = frozenset(
 AR_NOUN_SUFFIXES = ("هما", "هم", "ها")
 # Before a final root "ه" (not a suffix): "اتجاه مياه", "تنبيه شبيه", "تشابه", "مكروه".
 AR_ROOT_HA = frozenset("ايوب")
+# After those letters a final "ه" is a suffix ("أبيه", "معناه", "كتابه", "لاعبيه") unless
+# the word is one of the roots ending in "ه", a name in "ويه" ("سيبويه") or in "ييه"
+# (French "-ier": "لافوازييه"), or "ايه" (the letter A, a verse written with "ه").
+AR_ROOT_HA_WORDS = _words(
+    "اتجاه توجيه وجيه وجوه مياه انتباه اشتباه تنبيه نبيه منبه شبيه تشابه مشابه اشتبه"
+    " فقيه سفيه كريه مكروه اكراه تافه نزيه منتزه رفاه اله الاه متاه انتبه تنبه شاه"
+    " باه جاه تجاه اواه اباه ايه")
+AR_NAME_ENDINGS = ("ويه", "ييه")
 AR_QUANTIFIERS = _words("كل جميع بعض نفس انفس ذات معظم اغلب عين كلا اي ايت")
 # Words that end in "هم" by themselves, compared whole (without و/ف, ب/ل/ك and ال):
 # "لغتهم" ends like "تهم" (charges) and is a pronoun suffix all the same.

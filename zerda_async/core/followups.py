@@ -166,8 +166,11 @@ def _suffixed_word(word: str) -> bool:
         return False
     if core.endswith("ته"):
         return True  # a noun in "ة" with "ه": "علاقته", "وفاته"
-    if core.endswith("ه") and core[-2] not in w.AR_ROOT_HA:
-        return True  # "أرضه", "عمره"; not "اتجاه", "تنبيه", "تشابه", "مكروه"
+    if core.endswith("ه"):  # "أرضه", "عمره", "أبيه"; not "اتجاه", "تنبيه", "مكروه"
+        bare = _bare(word)
+        return core[-2] not in w.AR_ROOT_HA or not (
+            bare in w.AR_ROOT_HA_WORDS or bare.endswith(w.AR_NAME_ENDINGS)
+        )
     if len(core) < 5 or not core.endswith(w.AR_NOUN_SUFFIXES):
         return False
     bare = _bare(word)
