@@ -249,7 +249,7 @@ def _arabic_refers_back(text: str) -> bool:
     # resumes: the suffixes the last relative pronoun (at ``relative``) waits for;
     # feminine: a possible antecedent of "ها" was seen.
     resumes: tuple[str, ...] = ()
-    relative, content_before, feminine = 0, 0, False
+    relative, content_before, feminine, conjoined = 0, 0, False, False
     for i, word in enumerate(words):
         before = words[i - 1] if i else None
         after = words[i + 1] if i + 1 < len(words) else None
@@ -265,8 +265,10 @@ def _arabic_refers_back(text: str) -> bool:
             # "من لديه ..." (who has), "جامعة لها ..." (a university that has): not a
             # reference; closing the question it is one ("هل يوجد علاج له؟").
             suffixed = before not in w.AR_INTERROGATIVES and before in w.AR_FUNCTION
-        if i and word in w.AR_OPENERS and content_before:
-            content_before = max(content_before, _AR_ANTECEDENTS)  # "..., وما عدد سكانها؟"
+        # A second question joined by "و" points to the first one's subject: "أين تقع
+        # مصر وما أهم مدنها؟".
+        conjoined = conjoined or bool(i and word in w.AR_OPENERS and content_before)
+        suffixed = suffixed and not conjoined
         # The suffix a relative pronoun waits for resumes its noun ("الدولة التي ولد فيها
         # ابن خلدون"), but closing the question right after the relative and a verb it
         # leaves that verb without a subject: "ما الدولة التي ولد فيها؟" (where was *he*
