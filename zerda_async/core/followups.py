@@ -12,9 +12,9 @@ English
   * a third-person pronoun (``he him his she her hers they them their theirs
     it its``) with no name before it in the question that it could stand for
     (a capitalised word: "how old was *Manning* when he ..."), or stranded at
-    the end after a preposition ("... in favour of it?"); an
-    impersonal ``it`` ("it is possible to", "is it true", "how long does it
-    take to", "what is it called") never counts;
+    the end after a preposition or as an object ("... in favour of it?", "when
+    did Priestley name it?"); an impersonal ``it`` ("it is possible to", "is it
+    true", "how long does it take to", "what is it called") never counts;
   * ``this these those`` anywhere; ``that`` only where it cannot be a relative
     or a conjunction (first or last word, or after a preposition or a form of
     *be*/*do*: "after that", "when was that built"); ``there`` unless
@@ -24,37 +24,59 @@ English
     about``, ``how about`` or ``what else``, or a short one (at most four
     words) with no content word ("Why?", "How many?", "Which year?").
 
-Arabic (tashkeel, tatweel and alef forms ignored)
+Arabic (tashkeel, tatweel and alef forms ignored; the word lists are in
+``_followup_words``)
   * a demonstrative (``هذا هذه هذان هاتان هؤلاء ذلك تلك ذاك أولئك``), also
-    with ``و ف ب ل ك`` glued on, but not the connectives ``لذلك كذلك``;
+    with ``و ف ب ل ك`` glued on, but not the connectives ``لذلك كذلك``; a
+    locative ``هناك`` closing the question ("هل ما زال يعمل هناك؟"), not the
+    existential "هل هناك ...";
   * an independent pronoun (``هو هي هم هما هن``) that opens the question,
     follows ``هل`` or ``لماذا``, carries ``و``/``ف``, or closes it ("من هو؟");
     not the copula of "ما هو التعلم الآلي؟" or "الأكسجين هو ...", nor
     "الدكتور هو";
   * a pronoun suffix (``ه ها هم هما هن``) on a preposition (``فيها منه عنهم
     به عليه إليها معه بعدها ...``); ``ها هم هما`` on any other word of at
-    least five letters without the article ("عاصمتها", "مؤسسهم"), except
-    quantifiers (``كلها جميعها نفسها ...``) and words that end so by
-    themselves (``يساهم دراهم``); ``ه`` on a word of at least four letters
-    without the article, unless ``ا ي و ب`` precedes it, as in the words
-    whose root ends in ``ه`` (``اتجاه تنبيه مكروه تشابه``): "عمره", "وفاته".
-    The first suffix after a relative pronoun (``الذي التي ...``, the
-    interrogative ``ما الذي`` included: "ما الذي دعا إليه") does not count:
-    it resumes a noun of the sentence; nor does one after three content
-    words (one of them is most likely what it points to: "بدأ ثامر حسني
-    مسيرته"; after two it still counts: "كم بلد شارك فيها؟"), nor a possessive
-    "لديه"/"لها" right after ``من`` ("من لديه الرقم القياسي؟", who has) or
-    after a noun ("جامعة لها أصل");
-  * ellipsis: a question opening with ``و`` + an interrogative (``وماذا``,
-    ``ومتى``, ``وما``, ``ومن`` ...) or with ``ماذا عن``; a short one (at most
-    three words) with no content word; or ``متى``/``كيف``/``لماذا`` + one word
-    without the article ("متى تأسست؟": the subject is left to the verb).
+    least five letters without the article ("عاصمتها", "لغتهم"), except
+    quantifiers (``كلها جميعها نفسها أنفسهم ...``) and whole words that end
+    so by themselves (``يساهم دراهم متهم``); ``ه`` on a word of at least four
+    letters without the article ("عمره", "وفاته", "أبيه", "معناه"), except the
+    words whose root ends in ``ه`` after ``ا ي و ب`` (``اتجاه تنبيه مكروه
+    تشابه``) and names in ``ويه``/``ييه``.  It does not count:
+    - when it is the suffix a relative pronoun waits for, agreeing with it
+      (``الذي``/``ه``, ``التي``/``ها``, ``الذين``/``هم`` ...: "الدولة التي ولد
+      فيها ابن خلدون", "ما الذي دعا إليه لوثر"); one that does not agree does not
+      resume it ("ما الذي يميزها؟"), and one that closes the question right
+      after the relative and a verb leaves that verb without a subject: "ما
+      الدولة التي ولد فيها؟" (where was *he* born) counts;
+    - after three content words (one of them is most likely what it points
+      to: "بدأ ثامر حسني مسيرته"; after two it still counts: "كم بلد شارك
+      فيها؟"), unless it closes the question on a preposition ("كم مقاطعة في
+      الجزء الأوروبي منها؟") or it is ``ها`` and none of those words could be
+      what it stands for (nothing feminine or plural by its form: ``ة ات اء
+      ا`` or a broken plural's shape, "في أي عام تعرف جوزيف بريستلي عليها؟");
+    - after a second question joined by ``و`` ("أين تقع مصر وما أهم مدنها؟");
+    - a possessive "لديه"/"لها" right after ``من`` ("من لديه الرقم القياسي؟",
+      who has) or after a noun ("جامعة لها أصل"), unless it closes the
+      question ("هل يوجد علاج له؟");
+  * ellipsis: a question opening with ``و`` + an interrogative or a
+    preposition (``وماذا``, ``ومتى``, ``وما``, ``وفي`` ...) or with ``ماذا
+    عن``; a short one (at most three words) with no content word or opening
+    with ``و`` + the article ("والثاني؟");
+  * a verb left without a subject: a question phrase (interrogatives and
+    prepositions, with the noun after ``أي``/``كم``) and then a verb by its
+    form (a common verb, a present tense in ``ي``; also ``ت``/``ن`` and a past
+    in ``ت`` after ``متى كيف لماذا لمن`` or ``أي``/``كم`` + noun, where a name
+    could hardly stand: "أين تونس؟" is no follow-up) that closes the question or
+    is followed by an adverb ("في أي عام ولد؟", "أين يعيش الآن؟"); a plural
+    verb (``وصلوا``, ``يعيشون``) may be followed by anything: a named subject
+    after its verb takes the singular ("متى وصلوا إلى الأندلس؟").
 
-Known misses: a suffix after ``ا ي و ب`` ("معناه", "أبيه", "كتابه"), a
-question whose subject is only implied by its verb beyond two words ("أين
-تعلم القراءة؟"), a definite description ("when was the company founded?").
-Known false alarms: a name ending in ``ه`` ("أدرنه"), a ``ة`` written ``ه``, a
-suffix pointing to a name two words before ("متى وسع لوثر تهجمه؟").
+Known misses: a verb with its object and no subject ("أين تعلم القراءة؟", "هل
+فاز بأي بطولة؟"), a suffix after three content words one of which agrees with
+it, a definite description ("when was the company founded?").  Known false
+alarms: a name ending in ``ه`` ("أدرنه"), a ``ة`` written ``ه``, a suffix
+pointing to a word two words before ("أي الدول تشترك في حدودها مع السودان؟",
+"متى وسع لوثر تهجمه؟").
 """
 
 from __future__ import annotations
