@@ -97,8 +97,9 @@ def group_features(chunks: Sequence[ScoredChunk], query: str) -> list[tuple[bool
     words = math.log(len(_WORD.findall(query)) + 1)
     arabic = 1.0 if asked == "ar" else 0.0
     out: list[tuple[bool, list[float]]] = []
-    for script in dict.fromkeys(s for s, sc in zip(scripts, chunks) if sc.vector_margin > 0):
-        group = [sc for s, sc in zip(scripts, chunks) if s == script]
+    pairs = list(zip(scripts, chunks, strict=True))
+    for script in dict.fromkeys(s for s, sc in pairs if sc.vector_margin > 0):
+        group = [sc for s, sc in pairs if s == script]
         best = max((sc for sc in group if sc.vector_margin > 0), key=lambda sc: sc.vector_score)
         coverage = max(max(sc.query_coverage, 0.0) for sc in group)
         features = [best.vector_score, best.vector_margin, coverage, words, arabic]
