@@ -15,8 +15,9 @@ chunks on another topic rank above it.
 
 The features of a group (:data:`FEATURES`) are its best cosine, that chunk's
 ``vector_margin`` (its cosine minus the vector list's last), the best
-``query_coverage`` among the group's chunks, the log of the question's word
-count and whether the question is written in Arabic.  An embedder carries its
+``query_coverage`` among the group's chunks, and whether the question is
+written in Arabic (e5-small's cosines from Arabic questions to English
+chunks and from English questions to Arabic ones sit on different scales).  An embedder carries its
 fitted weights (``E5_FLOOR`` for multilingual-e5-small, fitted by
 ``bench/bench_floor_fit.py``); the composer passes the question's text
 (:func:`~.vector_floor.covers_query`).
@@ -33,11 +34,10 @@ from .models import ScoredChunk
 
 __all__ = ["FEATURES", "FloorModel", "FloorWeights", "group_features", "script_of"]
 
-FEATURES = ("cosine", "margin", "coverage", "log_words", "arabic_question")
+FEATURES = ("cosine", "margin", "coverage", "arabic_question")
 """The order of a :class:`FloorWeights`' weights."""
 
 _ARABIC = re.compile(r"[\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufeff]")
-_WORD = re.compile(r"\w+")
 _LETTERS = re.compile(r"[^\W\d_]")
 _PROBE = 600
 """Characters of a chunk read to tell its script (its opening is enough)."""
@@ -94,7 +94,6 @@ def group_features(chunks: Sequence[ScoredChunk], query: str) -> list[tuple[bool
     """
     scripts = [script_of(sc.text) for sc in chunks]
     asked = script_of(query)
-    words = math.log(len(_WORD.findall(query)) + 1)
     arabic = 1.0 if asked == "ar" else 0.0
     out: list[tuple[bool, list[float]]] = []
     pairs = list(zip(scripts, chunks, strict=True))
@@ -102,7 +101,7 @@ def group_features(chunks: Sequence[ScoredChunk], query: str) -> list[tuple[bool
         group = [sc for s, sc in pairs if s == script]
         best = max((sc for sc in group if sc.vector_margin > 0), key=lambda sc: sc.vector_score)
         coverage = max(max(sc.query_coverage, 0.0) for sc in group)
-        features = [best.vector_score, best.vector_margin, coverage, words, arabic]
+        features = [best.vector_score, best.vector_margin, coverage, arabic]
         out.append((script != asked, features))
     return out
 

@@ -12,8 +12,8 @@ from zerda_async.core.vector_floor import VectorFloor
 __all__ = ["E5_FLOOR", "E5_MARGIN_FLOOR"]
 
 E5_FLOOR = FloorModel(
-    same=FloorWeights(-60.755, (67.825, 45.3995, 7.3008, 0.1353, 1.9078)),
-    cross=FloorWeights(-26.5045, (22.7015, 64.3487, 3.4825, 2.1109, 1.7025)),
+    same=FloorWeights(-60.5113, (67.869, 45.7422, 7.214, 1.8868)),
+    cross=FloorWeights(-23.1531, (25.2675, 60.5256, 5.952, 1.2224)),
     depth=50,
 )
 """multilingual-e5-small's fitted relevance floor (a :class:`FloorModel`).
