@@ -35,7 +35,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 import numpy as np
 from numpy.typing import NDArray
 
-from zerda_async.core.vector_floor import VectorFloor
+from zerda_async.core.vector_floor import Floor
 from zerda_async.embedders import E5_FLOOR
 
 __all__ = ["PASSAGE", "QUERY", "E5Embedder", "E5Vectors", "cosine_ranker", "e5_line"]
@@ -167,7 +167,7 @@ class E5Embedder:
         self.vectors = vectors
         self.name = "e5-small"
         # The production embedder's calibration of the relevance floor (same model).
-        self.vector_floor: VectorFloor | None = E5_FLOOR
+        self.vector_floor: Floor | None = E5_FLOOR
 
     def __call__(self, text: Any) -> Any:
         return self.vectors.query(text)

