@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import time
@@ -66,7 +67,7 @@ from _common import (
     write_summary,
 )
 from _e5_vectors import E5Embedder, E5Vectors
-from _quality_data import DATA, Corpus, Question, articles_subset, cross_lingual, load_set
+from _quality_data import DATA, SEED, Corpus, Question, articles_subset, cross_lingual, load_set
 from _sentences import sentences
 from bench_quality import make_engine
 
@@ -140,6 +141,44 @@ class SentenceVectors:
         self.per_chunk = len(flat) / max(1, len(chunks))
         # A one-sentence chunk's sentence is its own text: its chunk vector serves.
         self.extra = sum(len(parts) for parts in split if len(parts) > 1)
+
+
+def index_cost(vectors: E5Vectors, chunks: Sequence[BenchChunk], sample: int) -> str:
+    """What the sentence vectors add at index time: e5 tokens, and CPU on a sample.
+
+    Tokens: the model's pieces (plus ``<s>``/``</s>``) of the chunks against
+    those of the extra sentences (of chunks with two or more).  CPU: a
+    ``sample`` of chunks drawn with the fixed seed, their texts and then their
+    extra sentences embedded by the product's ``E5Embedder`` (not the cache),
+    alternated over two rounds; ``time.process_time`` counts every thread.
+    """
+    model = vectors.model()
+    parts = [sentences(c.text) for c in chunks]
+    extra = [[s for s in p if len(p) > 1] for p in parts]
+
+    def tokens(texts: Sequence[str]) -> int:
+        return sum(len(model.token_ids(t)) + 2 for t in texts)
+
+    chunk_tokens = tokens([c.text for c in chunks])
+    extra_tokens = tokens([s for p in extra for s in p])
+    picked = random.Random(SEED).sample(range(len(chunks)), min(sample, len(chunks)))
+    jobs = {
+        "chunks": [chunks[i].text for i in picked],
+        "sentences": [s for i in picked for s in extra[i]],
+    }
+    cpu = dict.fromkeys(jobs, 0.0)
+    model.embed_batch(["warm-up"])
+    for _ in range(2):
+        for name, texts in jobs.items():
+            started = time.process_time()
+            model.embed_batch(texts)
+            cpu[name] += time.process_time() - started
+    return (
+        f"index-time e5 tokens: chunks {chunk_tokens:,}, extra sentences {extra_tokens:,}"
+        f" (+{extra_tokens / chunk_tokens:.0%}); CPU on {len(picked)} chunks, 2 rounds"
+        f" alternated: chunks {cpu['chunks']:.1f} s, their extra sentences"
+        f" {cpu['sentences']:.1f} s (+{cpu['sentences'] / max(cpu['chunks'], 1e-9):.0%})"
+    )
 
 
 def _config(vector_weight: float | None = None, keyword: bool = True) -> ContextEngineConfig:
@@ -275,6 +314,9 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=30)
     parser.add_argument("--covid", action="store_true", help="add the 20 COVID-QA articles")
     parser.add_argument("--only", default="", help="only the sets whose name contains this")
+    parser.add_argument(
+        "--cost-sample", type=int, default=48, help="chunks embedded to time the index cost"
+    )
     args = parser.parse_args()
     e5 = E5Embedder(E5Vectors())
     load_start = os.getloadavg()
@@ -294,6 +336,10 @@ def main() -> None:
             f" questions tune {len(halves['tune'])} / report {len(halves['report'])};"
             f" sentence evidence of {args.depth} candidates {cost:.3f} ms CPU median"
         )
+        # Index cost once per chunk set: the cross-language sets reuse XQuAD's chunks.
+        if args.cost_sample and _lang != "mixed" and "XQuAD)" not in corpus.name:
+            cost_line = index_cost(e5.vectors, corpus.chunks, args.cost_sample)
+            notes.append(f"{corpus.name}: {cost_line}")
         for name, order in table.items():
             row: list[Any] = [corpus.name, name]
             for half in ("tune", "report"):
