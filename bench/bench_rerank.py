@@ -35,14 +35,19 @@ ARCD and English XQuAD (both sets' questions), and with ``--covid`` the
 bench's 20 COVID-QA articles.  Every question is used; each set is split by
 article: **tune** = even articles, **report** = odd ones.  Parameters are
 chosen on tune and confirmed, unchanged, on report.  Chunks: 400 characters,
-the product's chunker.  Ranking: retrieve ``depth`` -> filter -> rank with
-the profile's components (``bench_quality.engine_ranker``, deeper), then the
-variant; recall@20 and MRR@20 of its first 20.
+the product's chunker.  The fixed systems (keyword-only, e5-only, ``base``,
+``vw``, e5 without marks): retrieve 20 -> filter -> rank with the profile's
+components, as ``bench_quality.engine_ranker``.  The reranks: the same
+profile retrieving and ranking ``depth`` (30), reordered; ``base, ranked 30
+cut to 20`` is that list unchanged (ranking deeper moves a few chunks).
+recall@20 and MRR@20 of the first 20.
 
 Cost: the sentence evidence's own CPU time per question (the products with
 the candidates' sentence rows; ``time.process_time``, median over questions),
 and at index time the passages to embed beyond the chunks (a chunk of two or
-more sentences embeds each), printed per set.
+more sentences embeds each): their e5 tokens, and the CPU of embedding a
+sample of chunks and then their sentences with the product's ``E5Embedder``
+(``--cost-sample``), printed per set of chunks.
 """
 
 from __future__ import annotations
