@@ -27,6 +27,10 @@ the recommended profile as it is (``base``), keyword-only and e5-only:
   **e5 input without Arabic marks**: tashkeel and tatweel removed from what
   e5 embeds (a third of ARCD's chunks are vocalised; keyword search already
   ignores the marks).
+* **learned combination** (``learned``, ``learned + sentence``;
+  ``bench/_rerank_fit.py``): a logistic regression over the candidates'
+  evidence, fitted once on the tune half of every set but the mixed one
+  (which repeats the others' questions); its tune figures are in-sample.
 
 Data (``../shared/quality-data``; ``bench/_quality_data.py``): ARCD (Arabic),
 XQuAD's public half asked in its own language (Arabic, English: Wikipedia
@@ -54,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import re
 import statistics
 import sys
@@ -76,7 +79,9 @@ from _common import (
     write_summary,
 )
 from _e5_vectors import E5Embedder, E5Vectors
-from _quality_data import DATA, SEED, Corpus, Question, articles_subset, cross_lingual, load_set
+from _quality_data import DATA, Corpus, Question, articles_subset, cross_lingual, load_set
+from _rerank_cost import index_cost
+from _rerank_fit import CHEAP, fit, learned
 from _sentences import sentences
 from bench_quality import make_engine
 
@@ -153,44 +158,6 @@ class SentenceVectors:
         self.per_chunk = len(flat) / max(1, len(chunks))
         # A one-sentence chunk's sentence is its own text: its chunk vector serves.
         self.extra = sum(len(parts) for parts in split if len(parts) > 1)
-
-
-def index_cost(vectors: E5Vectors, chunks: Sequence[BenchChunk], sample: int) -> str:
-    """What the sentence vectors add at index time: e5 tokens, and CPU on a sample.
-
-    Tokens: the model's pieces (plus ``<s>``/``</s>``) of the chunks against
-    those of the extra sentences (of chunks with two or more).  CPU: a
-    ``sample`` of chunks drawn with the fixed seed, their texts and then their
-    extra sentences embedded by the product's ``E5Embedder`` (not the cache),
-    alternated over two rounds; ``time.process_time`` counts every thread.
-    """
-    model = vectors.model()
-    parts = [sentences(c.text) for c in chunks]
-    extra = [[s for s in p if len(p) > 1] for p in parts]
-
-    def tokens(texts: Sequence[str]) -> int:
-        return sum(len(model.token_ids(t)) + 2 for t in texts)
-
-    chunk_tokens = tokens([c.text for c in chunks])
-    extra_tokens = tokens([s for p in extra for s in p])
-    picked = random.Random(SEED).sample(range(len(chunks)), min(sample, len(chunks)))
-    jobs = {
-        "chunks": [chunks[i].text for i in picked],
-        "sentences": [s for i in picked for s in extra[i]],
-    }
-    cpu = dict.fromkeys(jobs, 0.0)
-    model.embed_batch(["warm-up"])
-    for _ in range(2):
-        for name, texts in jobs.items():
-            started = time.process_time()
-            model.embed_batch(texts)
-            cpu[name] += time.process_time() - started
-    return (
-        f"index-time e5 tokens: chunks {chunk_tokens:,}, extra sentences {extra_tokens:,}"
-        f" (+{extra_tokens / chunk_tokens:.0%}); CPU on {len(picked)} chunks, 2 rounds"
-        f" alternated: chunks {cpu['chunks']:.1f} s, their extra sentences"
-        f" {cpu['sentences']:.1f} s (+{cpu['sentences'] / max(cpu['chunks'], 1e-9):.0%})"
-    )
 
 
 def _config(vector_weight: float | None = None, keyword: bool = True) -> ContextEngineConfig:
@@ -355,23 +322,31 @@ def main() -> None:
     rows: list[list[Any]] = []
     notes = []
     table = variants()
-    for corpus, _lang in corpora(args.data, args.covid):
+    collected = []
+    for corpus, lang in corpora(args.data, args.covid):
         if args.only not in corpus.name:
             continue
         asked, sent = collect(corpus, e5, args.depth)
-        halves = {s: [a for a in asked if a.split == s] for s in ("tune", "report")}
+        collected.append((corpus, asked))
         cost = statistics.median(a.costs["sentence"] for a in asked) * 1000
+        tune = sum(a.split == "tune" for a in asked)
         notes.append(
             f"{corpus.name}: {len(corpus.chunks):,} chunks, {sent.per_chunk:.2f} sentences per"
             f" chunk ({sent.extra / max(1, len(corpus.chunks)):.2f} passages per chunk to embed"
-            " beyond the chunk's own);"
-            f" questions tune {len(halves['tune'])} / report {len(halves['report'])};"
+            f" beyond the chunk's own); questions tune {tune} / report {len(asked) - tune};"
             f" sentence evidence of {args.depth} candidates {cost:.3f} ms CPU median"
         )
         # Index cost once per chunk set: the cross-language sets reuse XQuAD's chunks.
-        if args.cost_sample and _lang != "mixed" and "XQuAD)" not in corpus.name:
+        if args.cost_sample and lang != "mixed" and "XQuAD)" not in corpus.name:
             cost_line = index_cost(e5.vectors, corpus.chunks, args.cost_sample)
             notes.append(f"{corpus.name}: {cost_line}")
+    # One fit on every tune question (the mixed set repeats others' questions).
+    fitted = [a for c, asked in collected if "mixed" not in c.name for a in asked]
+    fitted = [a for a in fitted if a.split == "tune"]
+    for label, names in (("learned", CHEAP), ("learned + sentence", (*CHEAP, "sentence"))):
+        table[label] = learned(fit(fitted, names), names)
+    for corpus, asked in collected:
+        halves = {s: [a for a in asked if a.split == s] for s in ("tune", "report")}
         for name, order in table.items():
             row: list[Any] = [corpus.name, name]
             for half in ("tune", "report"):
