@@ -44,9 +44,12 @@ def origin_of(metadata: Any) -> Origin:
     Read from the keys ``zerda index`` writes (``page``, ``section``,
     ``doc_start``); values of another type are ignored rather than guessed.
     """
-    if not isinstance(metadata, Mapping):
+    if type(metadata) is not dict and not isinstance(metadata, Mapping):
         return None
-    page, section, start = (metadata.get(k) for k in ("page", "section", "doc_start"))
+    get = metadata.get
+    page, section, start = get("page"), get("section"), get("doc_start")
+    if page is None and section is None and start is None:
+        return None
     origin = (
         page if isinstance(page, int) and not isinstance(page, bool) else None,
         section if isinstance(section, str) and section else None,

@@ -48,6 +48,8 @@ order among ties.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from operator import itemgetter
+from typing import Any
 
 from ...errors import ConfigError
 from ..config import RetrieverConfig
@@ -135,55 +137,48 @@ def first_places(results: Sequence[ScoredChunk]) -> Iterator[tuple[int, str, Sco
             yield rank, key, sc
 
 
-class _Merged:
-    """Documented fusion state of one content hash."""
-
-    __slots__ = ("entry", "methods", "rrf")
-
-    def __init__(self, entry: ScoredChunk, rrf: float) -> None:
-        self.entry = entry
-        self.methods = 1
-        self.rrf = rrf
-
-
 def fuse_documented(
     lists: Sequence[MethodList], top_k: int, weights: Mapping[RetrievalMethod, float]
 ) -> list[ScoredChunk]:
     """The documented fusion: weighted scores, plus ``1/(60+rank)`` for chunks several found.
 
     The entry kept for a chunk is the first list's object; a later list only
-    copies its method's score onto it.
+    copies its method's score onto it.  One pass over the lists: each hash's
+    state is ``[entry, methods, rrf, list]``, the last item telling a repeat
+    within one list (counted once, at its first place) from a later list's find.
     """
-    merged: dict[str, _Merged] = {}
-    for method, results in lists:
-        for rank1, key, sc in first_places(results):
-            bonus = 1 / (RRF_K + rank1)
-            state = merged.get(key)
+    merged: dict[str, list[Any]] = {}
+    get = merged.get
+    for number, (method, results) in enumerate(lists):
+        for rank1, sc in enumerate(results, start=1):
+            key = sc._content_hash
+            state = get(key)
             if state is None:
-                merged[key] = _Merged(sc, bonus)
-                continue
-            _copy_score(state.entry, sc, method)
-            state.methods += 1
-            state.rrf += bonus
+                merged[key] = [sc, 1, 1 / (RRF_K + rank1), number]
+            elif state[3] != number:
+                _copy_score(state[0], sc, method)
+                state[1] += 1
+                state[2] += 1 / (RRF_K + rank1)
+                state[3] = number
 
     w_vector = weights[RetrievalMethod.VECTOR]
     w_keyword = weights[RetrievalMethod.KEYWORD]
     w_metadata = weights[RetrievalMethod.METADATA]
+    hybrid = RetrievalMethod.HYBRID
     scored: list[tuple[float, ScoredChunk]] = []
-    for state in merged.values():
-        entry = state.entry
+    for entry, methods, rrf, _ in merged.values():
         # The documented operation order (golden scores are compared exactly).
         composite = (
             w_vector * entry.vector_score
             + w_keyword * entry.keyword_score
             + w_metadata * entry.metadata_score
         )
-        if state.methods > 1:
-            composite = composite + state.rrf
-            entry.retrieval_method = RetrievalMethod.HYBRID
+        if methods > 1:
+            composite = composite + rrf
+            entry.retrieval_method = hybrid
         scored.append((composite, entry))
 
-    scored.sort(key=lambda pair: pair[0], reverse=True)
+    scored.sort(key=itemgetter(0), reverse=True)
     result: list[ScoredChunk] = []
     for rank, (composite, entry) in enumerate(scored[:top_k]):
         entry.retrieval_rank = rank
