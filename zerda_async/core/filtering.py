@@ -94,11 +94,8 @@ class ChunkFilter:
 
     def _filter_length(self, chunks: list[ScoredChunk]) -> list[ScoredChunk]:
         """Keep chunks whose raw code-point length lies inside the inclusive window."""
-        return [
-            sc
-            for sc in chunks
-            if self.cfg.min_chunk_length <= sc.char_count <= self.cfg.max_chunk_length
-        ]
+        low, high = self.cfg.min_chunk_length, self.cfg.max_chunk_length
+        return [sc for sc in chunks if low <= sc.char_count <= high]
 
     def _dedup_hash(self, chunks: list[ScoredChunk]) -> list[ScoredChunk]:
         """Keep the first chunk of each content hash."""

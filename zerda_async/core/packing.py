@@ -18,7 +18,6 @@ built the string instead of a search in it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -84,8 +83,7 @@ def _cite(piece: Piece, start: int, end: int, truncated: bool, doc_offset: int =
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Piece:
+class Piece(msgspec.Struct, frozen=True):
     """One chunk as a template renders it: ``prefix + text + suffix``.
 
     ``prefix`` holds the citation marker (``"[Source: x]\\n"``), ``text`` the
@@ -110,8 +108,7 @@ class Piece:
         return self.prefix.strip()
 
 
-@dataclass(frozen=True, slots=True)
-class _Part:
+class _Part(msgspec.Struct, frozen=True):
     """A piece of the joined context: the string, and for a chunk its piece and text kept."""
 
     string: str

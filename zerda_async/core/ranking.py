@@ -22,8 +22,6 @@ __all__ = ["CompositeRanker"]
 
 logger = logging.getLogger(__name__)
 
-# The quality factor of each level, the same float ``value / 3.0`` gives.
-_QUALITY = {level: level.value / 3.0 for level in SourceQuality}
 # Lower-cased chunk texts kept at most (then the memo starts over).
 _LOWER_MEMO = 4096
 
@@ -80,9 +78,8 @@ class CompositeRanker(ChunkRankingStrategy):
         """The weighted five-factor score of one chunk, rounded to 6 decimals."""
         w = self.cfg
         level = sc.source_quality
-        quality = _QUALITY.get(level)
-        if quality is None:
-            quality = level.value / 3.0
+        # ``_value_`` is what ``.value`` returns, without the descriptor call.
+        quality = (level._value_ if type(level) is SourceQuality else level.value) / 3.0
         keyword = self._keyword_share(sc.text, analysis.keywords)
         # No upper clamp: a negative retrieval rank yields a position term above 1.
         position = max(0.0, 1.0 - sc.retrieval_rank * 0.01)

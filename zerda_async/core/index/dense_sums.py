@@ -1,0 +1,46 @@
+"""Keyword score sums of a small corpus in one ``np.bincount``, bit-identical to the term loop.
+
+:meth:`~.keyword_index.KeywordIndex.scores` adds each query term's BM25
+weights into a zeroed score per position, term by term (``scores[docs] +=
+weights``).  For a corpus of up to :data:`DENSE_SUMS_MAX` positions one
+``np.bincount`` over the concatenated postings does the same in a single
+call: it walks the postings in order and adds each weight to its position's
+float64 sum starting from 0, so every position receives the same additions
+in the same order (term order; a document appears once per term) and gets
+the same float.  Above that size the loop is kept: the counts array then
+no longer fits the allocator's small-block pool and ``bincount`` became
+two to three times slower than the loop on the development machine
+(``bench/README.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["DENSE_SUMS_MAX", "dense_sums"]
+
+DENSE_SUMS_MAX = 16_384
+"""Largest corpus (positions, removed ones included) summed with ``np.bincount``."""
+
+
+def dense_sums(
+    postings: Sequence[tuple[NDArray[np.signedinteger[Any]], NDArray[np.float64]]],
+    n_positions: int,
+) -> NDArray[np.float64]:
+    """Per position, the sum of its weights over ``postings`` (``(docs, weights)`` per term).
+
+    ``docs`` of one term are distinct; the sums run in the order of ``postings``.
+    """
+    if not postings:
+        return np.zeros(n_positions, dtype=np.float64)
+    if len(postings) == 1:
+        docs, weights = postings[0]
+    else:
+        docs = np.concatenate([d for d, _ in postings])
+        weights = np.concatenate([w for _, w in postings])
+    sums: NDArray[np.float64] = np.bincount(docs, weights=weights, minlength=n_positions)
+    return sums
