@@ -16,7 +16,7 @@ two to three times slower than the loop on the development machine
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,12 +35,13 @@ def dense_sums(
 
     ``docs`` of one term are distinct; the sums run in the order of ``postings``.
     """
-    if not postings:
-        return np.zeros(n_positions, dtype=np.float64)
     if len(postings) == 1:
         docs, weights = postings[0]
-    else:
+    elif postings:
         docs = np.concatenate([d for d, _ in postings])
         weights = np.concatenate([w for _, w in postings])
-    sums: NDArray[np.float64] = np.bincount(docs, weights=weights, minlength=n_positions)
-    return sums
+    if not postings or docs.shape[0] == 0:
+        # No posting at all: bincount would count in integers.
+        return np.zeros(n_positions, dtype=np.float64)
+    # With weights, bincount sums in float64 (its stubs only know the counting form).
+    return cast(NDArray[np.float64], np.bincount(docs, weights=weights, minlength=n_positions))
