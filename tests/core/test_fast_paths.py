@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from sync_api import ContextEngine, ContextEngineConfig
 from zerda_async.core import filtering, ranking
 from zerda_async.core.index import KeywordIndex, keyword_index
-from zerda_async.core.index.dense_sums import dense_sums
+from zerda_async.core.index.dense_sums import dense_coverage, dense_sums
 from zerda_async.core.models import RetrievalMethod, ScoredChunk
 from zerda_async.core.retrieval import fusion, neighbours
 from zerda_async.embedders import HashingEmbedder
@@ -226,6 +226,26 @@ def test_dense_sums_equal_the_term_loop(n: int, terms: list[tuple[int, int]]) ->
     got = dense_sums(postings, n)
     assert got.dtype == np.float64
     assert got.tobytes() == expected.tobytes()
+
+
+@settings(max_examples=80)
+@given(
+    n=st.integers(1, 300),
+    seed=st.integers(0, 2**31 - 1),
+    terms=st.lists(st.tuples(st.floats(0.0, 9.0), st.integers(-1, 300)), max_size=6),
+    picked=st.integers(0, 40),
+)
+def test_dense_coverage_equals_the_binary_searches(
+    n: int, seed: int, terms: list[tuple[float, int]], picked: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    held: list[tuple[float, NDArray[np.int32] | None]] = []
+    for idf, df in terms:
+        docs = None if df < 0 else np.sort(rng.choice(n, min(df, n), replace=False))
+        held.append((idf, None if docs is None else docs.astype(np.int32)))
+    positions = rng.integers(0, n, size=picked)
+    expected = keyword_index.query_coverage(held, positions)
+    assert dense_coverage(held, positions, n).tobytes() == expected.tobytes()
 
 
 def _random_docs(seed: int, n: int) -> list[Doc]:

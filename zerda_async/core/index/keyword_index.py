@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .analysis import DOCUMENTED, Analyzer, analyzer_for
-from .dense_sums import DENSE_SUMS_MAX, dense_sums
+from .dense_sums import DENSE_SUMS_MAX, dense_coverage, dense_sums
 from .postings import PostingSegment, merge_segments, segment_from_batches
 from .segments import trailing_merge_count
 from .tokens import encode_texts
@@ -278,6 +278,8 @@ class KeywordIndex:
             found = self.term_weights(term)
             docs = None if found is None else found[0]
             held.append((bm25_idf(self.n_live, 0 if docs is None else int(docs.shape[0])), docs))
+        if self.n_positions <= DENSE_SUMS_MAX:
+            return dense_coverage(held, positions, self.n_positions)
         return query_coverage(held, positions)
 
     def scores(self, terms: Sequence[str]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
