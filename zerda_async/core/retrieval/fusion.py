@@ -151,7 +151,7 @@ def fuse_documented(
     get = merged.get
     for number, (method, results) in enumerate(lists):
         for rank1, sc in enumerate(results, start=1):
-            key = sc._content_hash
+            key = sc.content_hash
             state = get(key)
             if state is None:
                 merged[key] = [sc, 1, 1 / (RRF_K + rank1), number]

@@ -57,14 +57,18 @@ def _neighbours(candidates: Sequence[ScoredChunk]) -> list[list[int]]:
     for at, place in enumerate(found):
         if place is not None:
             places.setdefault(place, at)
+    get = places.get
     near: list[list[int]] = []
     for place in found:
         if place is None:
             near.append([])
             continue
         source, number = place
-        sides = (places.get((source, number - 1)), places.get((source, number + 1)))
-        near.append([i for i in sides if i is not None])
+        before, after = get((source, number - 1)), get((source, number + 1))
+        if before is None:
+            near.append([] if after is None else [after])
+        else:
+            near.append([before] if after is None else [before, after])
     return near
 
 
