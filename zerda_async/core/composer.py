@@ -189,20 +189,25 @@ class SmartContextComposer(ContextComposerStrategy):
         The fallback source label uses the 0-based position while the
         template's ``{idx}`` field shows the 1-based one.
         """
-        fmt = tmpl.chunk_fmt_score if self.cfg.include_scores else tmpl.chunk_fmt
-        source = sc.source or sc.doc_id or f"doc-{idx}"
+        cfg = self.cfg
+        fmt = tmpl.chunk_fmt_score if cfg.include_scores else tmpl.chunk_fmt
+        # Each property reads through the caller's chunk: read each once.
+        doc_id = sc.doc_id
+        source = sc.source or doc_id or f"doc-{idx}"
         layout = fmt.format(source=source, text=_SLOT, score=sc.composite_score, idx=idx + 1)
         prefix, _, suffix = layout.partition(_SLOT)
-        if self.cfg.include_metadata and sc.metadata:
-            items = list(sc.metadata.items())[:_MAX_METADATA_ITEMS]
+        metadata = sc.metadata
+        if cfg.include_metadata and metadata:
+            items = list(metadata.items())[:_MAX_METADATA_ITEMS]
             suffix += "\n[" + " | ".join(f"{k}: {v}" for k, v in items) + "]"
-        text = sc.text.strip()
-        origin = origin_of(sc.metadata)
+        raw = sc.text
+        text = raw.strip()
+        origin = origin_of(metadata) if metadata else None
         if origin is not None and origin[2] is not None:
             # The span in the document is of the stripped text.
-            skipped = len(sc.text) - len(sc.text.lstrip())
+            skipped = len(raw) - len(raw.lstrip())
             origin = (origin[0], origin[1], origin[2] + skipped)
-        return Piece(str(sc.doc_id or ""), str(source), prefix, text, suffix, origin)
+        return Piece(str(doc_id or ""), str(source), prefix, text, suffix, origin)
 
     def _group_by_source(self, chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:
         """Group chunks by source, best group (by its top score) first.

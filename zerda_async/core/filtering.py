@@ -24,6 +24,9 @@ logger = logging.getLogger(__name__)
 
 Embedding = NDArray[Any]
 
+# Chunk texts whose noise verdict is kept at most (then the memo starts over).
+_NOISE_MEMO = 4096
+
 
 class ChunkFilter:
     """Drops noise, out-of-range and duplicate chunks, keeping input order.
@@ -43,6 +46,9 @@ class ChunkFilter:
         self._noise_res: tuple[re.Pattern[str], ...] = tuple(
             re.compile(p) for p in self.cfg.noise_patterns
         )
+        # Chunk text -> whether it is noise; the patterns never change after
+        # construction, and the same candidates come back query after query.
+        self._noise: dict[str, bool] = {}
 
     def filter(self, chunks: list[ScoredChunk]) -> list[ScoredChunk]:
         """Noise, then length, then first-occurrence hash dedup; returns a new list."""
@@ -69,22 +75,27 @@ class ChunkFilter:
         patterns = self._noise_res
         if not patterns:
             return list(chunks)
+        memo = self._noise
         kept: list[ScoredChunk] = []
         for sc in chunks:
-            # Resolved and stripped once per chunk, not once per pattern (a
-            # chunk's text is read through its chunk on every access).
-            stripped = sc.text.strip()
-            if not any(p.match(stripped) for p in patterns):
+            text = sc.text
+            noise = memo.get(text) if type(text) is str else None
+            if noise is None:
+                # Stripped once per chunk, not once per pattern.
+                stripped = text.strip()
+                noise = any(p.match(stripped) for p in patterns)
+                if type(text) is str:
+                    if len(memo) >= _NOISE_MEMO:
+                        memo.clear()
+                    memo[text] = noise
+            if not noise:
                 kept.append(sc)
         return kept
 
     def _filter_length(self, chunks: list[ScoredChunk]) -> list[ScoredChunk]:
         """Keep chunks whose raw code-point length lies inside the inclusive window."""
-        return [
-            sc
-            for sc in chunks
-            if self.cfg.min_chunk_length <= sc.char_count <= self.cfg.max_chunk_length
-        ]
+        low, high = self.cfg.min_chunk_length, self.cfg.max_chunk_length
+        return [sc for sc in chunks if low <= sc.char_count <= high]
 
     def _dedup_hash(self, chunks: list[ScoredChunk]) -> list[ScoredChunk]:
         """Keep the first chunk of each content hash."""

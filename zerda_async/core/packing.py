@@ -18,7 +18,6 @@ built the string instead of a search in it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -44,9 +43,12 @@ def origin_of(metadata: Any) -> Origin:
     Read from the keys ``zerda index`` writes (``page``, ``section``,
     ``doc_start``); values of another type are ignored rather than guessed.
     """
-    if not isinstance(metadata, Mapping):
+    if type(metadata) is not dict and not isinstance(metadata, Mapping):
         return None
-    page, section, start = (metadata.get(k) for k in ("page", "section", "doc_start"))
+    get = metadata.get
+    page, section, start = get("page"), get("section"), get("doc_start")
+    if page is None and section is None and start is None:
+        return None
     origin = (
         page if isinstance(page, int) and not isinstance(page, bool) else None,
         section if isinstance(section, str) and section else None,
@@ -81,8 +83,7 @@ def _cite(piece: Piece, start: int, end: int, truncated: bool, doc_offset: int =
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Piece:
+class Piece(msgspec.Struct, frozen=True):
     """One chunk as a template renders it: ``prefix + text + suffix``.
 
     ``prefix`` holds the citation marker (``"[Source: x]\\n"``), ``text`` the
@@ -107,8 +108,7 @@ class Piece:
         return self.prefix.strip()
 
 
-@dataclass(frozen=True, slots=True)
-class _Part:
+class _Part(msgspec.Struct, frozen=True):
     """A piece of the joined context: the string, and for a chunk its piece and text kept."""
 
     string: str

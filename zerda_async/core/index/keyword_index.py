@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .analysis import DOCUMENTED, Analyzer, analyzer_for
+from .dense_sums import DENSE_SUMS_MAX, dense_coverage, dense_sums
 from .postings import PostingSegment, merge_segments, segment_from_batches
 from .segments import trailing_merge_count
 from .tokens import encode_texts
@@ -277,6 +278,8 @@ class KeywordIndex:
             found = self.term_weights(term)
             docs = None if found is None else found[0]
             held.append((bm25_idf(self.n_live, 0 if docs is None else int(docs.shape[0])), docs))
+        if self.n_positions <= DENSE_SUMS_MAX:
+            return dense_coverage(held, positions, self.n_positions)
         return query_coverage(held, positions)
 
     def scores(self, terms: Sequence[str]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
@@ -288,13 +291,18 @@ class KeywordIndex:
         """
         if not terms or self.n_live == 0:
             return _EMPTY_HITS, _EMPTY_SCORES
-        scores = np.zeros(self.n_positions, dtype=np.float64)
-        for term in terms:
-            found = self.term_weights(term)
-            if found is not None:
-                # Doc ids are unique within one term's postings, so the buffered
-                # fancy-index add touches each document at most once per term.
-                scores[found[0]] += found[1]
+        n_positions = self.n_positions
+        if n_positions <= DENSE_SUMS_MAX:
+            held = [found for found in map(self.term_weights, terms) if found is not None]
+            scores = dense_sums(held, n_positions)
+        else:
+            scores = np.zeros(n_positions, dtype=np.float64)
+            for term in terms:
+                found = self.term_weights(term)
+                if found is not None:
+                    # Doc ids are unique within one term's postings, so the buffered
+                    # fancy-index add touches each document at most once per term.
+                    scores[found[0]] += found[1]
         hits = np.flatnonzero(scores > 0)
         return hits, scores[hits]
 

@@ -56,6 +56,12 @@ class HashMemo:
             chunk=self._chunks[position], _content_hash=self.digest(position), **scores
         )
 
+    def digests(self, positions: list[int]) -> list[str]:
+        """The content hashes of the chunks at ``positions``, in order (one call per list)."""
+        get = self._hashes.get
+        # A digest is never empty, so ``or`` only computes the missing ones.
+        return [get(p) or self.digest(p) for p in positions]
+
     def digest(self, position: int) -> str:
         """The content hash of the chunk at ``position`` (computed on first use)."""
         digest = self._hashes.get(position)

@@ -47,7 +47,9 @@ order among ties.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
+from typing import Any
 
 from ...errors import ConfigError
 from ..config import RetrieverConfig
@@ -135,55 +137,48 @@ def first_places(results: Sequence[ScoredChunk]) -> Iterator[tuple[int, str, Sco
             yield rank, key, sc
 
 
-class _Merged:
-    """Documented fusion state of one content hash."""
-
-    __slots__ = ("entry", "methods", "rrf")
-
-    def __init__(self, entry: ScoredChunk, rrf: float) -> None:
-        self.entry = entry
-        self.methods = 1
-        self.rrf = rrf
-
-
 def fuse_documented(
     lists: Sequence[MethodList], top_k: int, weights: Mapping[RetrievalMethod, float]
 ) -> list[ScoredChunk]:
     """The documented fusion: weighted scores, plus ``1/(60+rank)`` for chunks several found.
 
     The entry kept for a chunk is the first list's object; a later list only
-    copies its method's score onto it.
+    copies its method's score onto it.  One pass over the lists: each hash's
+    state is ``[entry, methods, rrf, list]``, the last item telling a repeat
+    within one list (counted once, at its first place) from a later list's find.
     """
-    merged: dict[str, _Merged] = {}
-    for method, results in lists:
-        for rank1, key, sc in first_places(results):
-            bonus = 1 / (RRF_K + rank1)
-            state = merged.get(key)
+    merged: dict[str, list[Any]] = {}
+    get = merged.get
+    for number, (method, results) in enumerate(lists):
+        for rank1, sc in enumerate(results, start=1):
+            key = sc.content_hash
+            state = get(key)
             if state is None:
-                merged[key] = _Merged(sc, bonus)
-                continue
-            _copy_score(state.entry, sc, method)
-            state.methods += 1
-            state.rrf += bonus
+                merged[key] = [sc, 1, 1 / (RRF_K + rank1), number]
+            elif state[3] != number:
+                _copy_score(state[0], sc, method)
+                state[1] += 1
+                state[2] += 1 / (RRF_K + rank1)
+                state[3] = number
 
     w_vector = weights[RetrievalMethod.VECTOR]
     w_keyword = weights[RetrievalMethod.KEYWORD]
     w_metadata = weights[RetrievalMethod.METADATA]
+    hybrid = RetrievalMethod.HYBRID
     scored: list[tuple[float, ScoredChunk]] = []
-    for state in merged.values():
-        entry = state.entry
+    for entry, methods, rrf, _ in merged.values():
         # The documented operation order (golden scores are compared exactly).
         composite = (
             w_vector * entry.vector_score
             + w_keyword * entry.keyword_score
             + w_metadata * entry.metadata_score
         )
-        if state.methods > 1:
-            composite = composite + state.rrf
-            entry.retrieval_method = RetrievalMethod.HYBRID
+        if methods > 1:
+            composite = composite + rrf
+            entry.retrieval_method = hybrid
         scored.append((composite, entry))
 
-    scored.sort(key=lambda pair: pair[0], reverse=True)
+    scored.sort(key=itemgetter(0), reverse=True)
     result: list[ScoredChunk] = []
     for rank, (composite, entry) in enumerate(scored[:top_k]):
         entry.retrieval_rank = rank
@@ -201,20 +196,6 @@ def _copy_score(target: ScoredChunk, source: ScoredChunk, method: RetrievalMetho
         target.metadata_score = source.metadata_score
 
 
-def _record(target: ScoredChunk, source: ScoredChunk, method: RetrievalMethod, rank: int) -> None:
-    """Copy ``method``'s score and rank from ``source`` onto ``target``."""
-    if method is RetrievalMethod.VECTOR:
-        target.vector_score = source.vector_score
-        target.vector_rank = rank
-    elif method is RetrievalMethod.KEYWORD:
-        target.keyword_score = source.keyword_score
-        target.keyword_rank = rank
-        target.query_coverage = source.query_coverage
-    else:
-        target.metadata_score = source.metadata_score
-        target.metadata_rank = rank
-
-
 def fuse_rrf(
     lists: Sequence[MethodList],
     top_k: int,
@@ -228,41 +209,27 @@ def fuse_rrf(
     """
     if k <= 0:
         raise ValueError(f"retriever.rrf_k must be positive, got {k!r}")
-    fused: dict[str, ScoredChunk] = {}
-    methods: dict[str, int] = {}
+    gains = []
     for method, results in lists:
         weight = weights[method]
-        for rank, key, sc in first_places(results):
-            entry = fused.get(key)
-            if entry is None:
-                entry = fused[key] = sc
-                # A retriever may hand back an object it returned before: start clean.
-                entry.fused_score = 0.0
-                entry.vector_rank = entry.keyword_rank = entry.metadata_rank = 0
-                if method is not RetrievalMethod.KEYWORD:
-                    entry.query_coverage = -1.0
-                entry.retrieval_method = method
-                methods[key] = 0
-            _record(entry, sc, method, rank)
-            entry.fused_score += weight / (k + rank)
-            methods[key] += 1
-    ordered = sorted(fused.values(), key=lambda sc: sc.fused_score, reverse=True)[:top_k]
-    for position, entry in enumerate(ordered):
-        if methods[entry.content_hash] > 1:
-            entry.retrieval_method = RetrievalMethod.HYBRID
-        entry.retrieval_rank = position
-        entry.composite_score = entry.fused_score
-    return ordered
+        gains.append([weight / (k + rank) for rank in range(1, len(results) + 1)])
+    return _accumulate(lists, gains, None, top_k)
+
+
+def _clamped(values: Iterable[float]) -> list[float]:
+    """``min(1.0, max(0.0, x))`` of each value (the same floats, NaN to 0.0), without calls."""
+    return [x if 0.0 < x < 1.0 else (1.0 if x >= 1.0 else 0.0) for x in values]
 
 
 def _evidence(method: RetrievalMethod, results: Sequence[ScoredChunk]) -> list[float]:
     """Each listed chunk's evidence in [0, 1] for :func:`fuse_convex` (see the module notes)."""
     if method is RetrievalMethod.KEYWORD:
         # A hit without a measured coverage (an injected retriever's) counts its score.
-        return [
-            sc.query_coverage if sc.query_coverage >= 0 else min(1.0, max(0.0, sc.keyword_score))
-            for sc in results
-        ]
+        coverage = [sc.query_coverage for sc in results]
+        if all(c >= 0 for c in coverage):
+            return coverage
+        scores = _clamped(sc.keyword_score for sc in results)
+        return [c if c >= 0 else s for c, s in zip(coverage, scores, strict=True)]
     if method is RetrievalMethod.VECTOR:
         if not results:
             return []
@@ -270,8 +237,76 @@ def _evidence(method: RetrievalMethod, results: Sequence[ScoredChunk]) -> list[f
         spread = best - last
         if spread <= 0:
             return [1.0] * len(results)
-        return [min(1.0, max(0.0, (sc.vector_score - last) / spread)) for sc in results]
-    return [min(1.0, max(0.0, sc.metadata_score)) for sc in results]
+        return _clamped((sc.vector_score - last) / spread for sc in results)
+    return _clamped(sc.metadata_score for sc in results)
+
+
+def _accumulate(
+    lists: Sequence[MethodList],
+    gains: Sequence[Sequence[float]],
+    floors: Sequence[float] | None,
+    top_k: int,
+) -> list[ScoredChunk]:
+    """RRF and convex fusion in one pass: each list's chunk at 1-based rank r adds ``gains[r-1]``.
+
+    Sets each method's score and rank on the first-seen entry of a hash;
+    ``floors`` (convex fusion) are the lists' last cosines, for ``vector_margin``.
+    """
+    vector, keyword = RetrievalMethod.VECTOR, RetrievalMethod.KEYWORD
+    fused: dict[str, list[Any]] = {}
+    get = fused.get
+    for number, (method, results) in enumerate(lists):
+        gain = gains[number]
+        floor = floors[number] if floors is not None else 0.0
+        seen: set[str] = set()
+        for rank, sc in enumerate(results, start=1):
+            key = sc.content_hash
+            if key in seen:
+                continue
+            seen.add(key)
+            state = get(key)
+            if state is None:
+                entry = sc
+                fused[key] = state = [entry, 0]
+                # A retriever may hand back an object it returned before: start clean.
+                entry.fused_score = 0.0
+                if floors is not None:
+                    entry.vector_margin = 0.0
+                entry.vector_rank = entry.keyword_rank = entry.metadata_rank = 0
+                if method is not keyword:
+                    entry.query_coverage = -1.0
+                entry.retrieval_method = method
+            else:
+                entry = state[0]
+            if method is vector:
+                entry.vector_score = sc.vector_score
+                entry.vector_rank = rank
+                if floors is not None:
+                    entry.vector_margin = sc.vector_score - floor
+            elif method is keyword:
+                entry.keyword_score = sc.keyword_score
+                entry.keyword_rank = rank
+                entry.query_coverage = sc.query_coverage
+            else:
+                entry.metadata_score = sc.metadata_score
+                entry.metadata_rank = rank
+            entry.fused_score += gain[rank - 1]
+            state[1] += 1
+    ordered = sorted(fused.values(), key=_fused_of, reverse=True)[:top_k]
+    hybrid = RetrievalMethod.HYBRID
+    result: list[ScoredChunk] = []
+    for position, (entry, methods) in enumerate(ordered):
+        if methods > 1:
+            entry.retrieval_method = hybrid
+        entry.retrieval_rank = position
+        entry.composite_score = entry.fused_score
+        result.append(entry)
+    return result
+
+
+def _fused_of(state: list[Any]) -> float:
+    score: float = state[0].fused_score
+    return score
 
 
 def fuse_convex(
@@ -293,36 +328,15 @@ def fuse_convex(
     raises each vector candidate's evidence toward its best neighbour's
     (:func:`~.neighbours.raised_by_neighbours`).
     """
-    fused: dict[str, ScoredChunk] = {}
-    methods: dict[str, int] = {}
+    gains: list[list[float]] = []
+    floors: list[float] = []
     for method, results in lists:
         weight = weights[method]
-        floor = results[-1].vector_score if results else 0.0
+        floors.append(results[-1].vector_score if results else 0.0)
         evidence = _evidence(method, results)
         if method is RetrievalMethod.KEYWORD and keyword_evidence is not None:
             evidence = list(keyword_evidence)
         elif method is RetrievalMethod.VECTOR and neighbour_weight > 0:
             evidence = raised_by_neighbours(evidence, results, neighbour_weight)
-        for rank, key, sc in first_places(results):
-            entry = fused.get(key)
-            if entry is None:
-                entry = fused[key] = sc
-                # A retriever may hand back an object it returned before: start clean.
-                entry.fused_score = entry.vector_margin = 0.0
-                entry.vector_rank = entry.keyword_rank = entry.metadata_rank = 0
-                if method is not RetrievalMethod.KEYWORD:
-                    entry.query_coverage = -1.0
-                entry.retrieval_method = method
-                methods[key] = 0
-            _record(entry, sc, method, rank)
-            if method is RetrievalMethod.VECTOR:
-                entry.vector_margin = sc.vector_score - floor
-            entry.fused_score += weight * evidence[rank - 1]
-            methods[key] += 1
-    ordered = sorted(fused.values(), key=lambda sc: sc.fused_score, reverse=True)[:top_k]
-    for position, entry in enumerate(ordered):
-        if methods[entry.content_hash] > 1:
-            entry.retrieval_method = RetrievalMethod.HYBRID
-        entry.retrieval_rank = position
-        entry.composite_score = entry.fused_score
-    return ordered
+        gains.append([weight * e for e in evidence])
+    return _accumulate(lists, gains, floors, top_k)

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from ..config import RetrieverConfig
 from ..filter_language import Condition, Filters, parse_filters
 from ..index.analysis import Analyzer, TermMemo
@@ -30,9 +32,8 @@ from .neighbours import neighbour_evidence
 __all__ = ["Found", "Hit", "SearchPlan", "fuse_found", "method_list", "plan_search"]
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One search result with its evidence.
+class Hit(msgspec.Struct, frozen=True):
+    """One search result with its evidence (a Struct: one is built per candidate).
 
     ``position`` is the chunk's corpus position in the index that found it;
     ``score`` its raw score for the method searched (vector: cosine rounded
@@ -50,8 +51,7 @@ class Hit:
     content_hash: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class SearchPlan:
+class SearchPlan(msgspec.Struct, frozen=True):
     """What one retrieval searches: the run's query and options against the configuration.
 
     ``pairs`` are the boosting metadata pairs (empty: no metadata search),

@@ -74,16 +74,21 @@ class KeywordRetriever(IndexedRetriever[KeywordIndex]):
         values = hit_scores[order]
         normalised = (values / values[0]).tolist()
         coverage = view.index.coverage(terms, positions).tolist()
+        docs = positions.tolist()
+        chunks = view.chunks
+        method = RetrievalMethod.KEYWORD
+        # Built directly (no keyword call per hit), with the memoised hashes.
         return [
-            view.hashes.scored(
-                doc,
+            ScoredChunk(
+                chunks[doc],
                 keyword_score=score,
-                retrieval_method=RetrievalMethod.KEYWORD,
+                retrieval_method=method,
                 retrieval_rank=rank,
+                _content_hash=h,
                 query_coverage=share,
             )
-            for rank, (doc, score, share) in enumerate(
-                zip(positions.tolist(), normalised, coverage, strict=True)
+            for rank, (doc, score, share, h) in enumerate(
+                zip(docs, normalised, coverage, view.hashes.digests(docs), strict=True)
             )
         ]
 

@@ -43,6 +43,8 @@ def place_of(chunk: ScoredChunk) -> tuple[Hashable, int] | None:
     """``(source, chunk number)`` of ``chunk`` from its metadata, or None when it lacks one."""
     metadata = chunk.metadata
     source, number = metadata.get("source"), metadata.get("chunk")
+    if type(number) is int and type(source) is str:
+        return source, number
     if not isinstance(source, str) or isinstance(number, bool) or not isinstance(number, int):
         return None
     return source, number
@@ -55,14 +57,18 @@ def _neighbours(candidates: Sequence[ScoredChunk]) -> list[list[int]]:
     for at, place in enumerate(found):
         if place is not None:
             places.setdefault(place, at)
+    get = places.get
     near: list[list[int]] = []
     for place in found:
         if place is None:
             near.append([])
             continue
         source, number = place
-        sides = (places.get((source, number - 1)), places.get((source, number + 1)))
-        near.append([i for i in sides if i is not None])
+        before, after = get((source, number - 1)), get((source, number + 1))
+        if before is None:
+            near.append([] if after is None else [after])
+        else:
+            near.append([before] if after is None else [before, after])
     return near
 
 
@@ -78,7 +84,13 @@ def raised_by_neighbours(
     if weight <= 0:
         return raised
     for at, near in enumerate(_neighbours(candidates)):
-        best = max((evidence[i] for i in near), default=evidence[at])
+        if not near:
+            continue
+        # ``max`` over the neighbours, spelled out: keeps the first unless a later is larger.
+        best = evidence[near[0]]
+        for i in near[1:]:
+            if evidence[i] > best:
+                best = evidence[i]
         if best > evidence[at]:
             raised[at] = evidence[at] + weight * (best - evidence[at])
     return raised
@@ -107,7 +119,8 @@ def neighbour_evidence(
     that index's analyser and ``memo`` a cache of analysed chunk texts.  See the
     module notes for the rule; the result is in the order of ``candidates``.
     """
-    own = [max(0.0, sc.query_coverage) for sc in candidates]
+    # ``max(0.0, c)`` without the call (NaN to 0.0 alike).
+    own = [c if c > 0.0 else 0.0 for c in (sc.query_coverage for sc in candidates)]
     total = sum(w for _, w in weights)
     if weight <= 0 or total <= 0:
         return own

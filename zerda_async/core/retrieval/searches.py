@@ -105,8 +105,8 @@ class IndexSearches:
         rows = picked.tolist()
         named = rows if self.positions is None else self.positions[picked].tolist()
         shares = coverage if coverage is not None else [-1.0] * len(rows)
-        digest = self._hashes.digest
+        hashes = self._hashes.digests(rows)
         return [
-            Hit(p, chunks[r], s, c, digest(r))
-            for p, r, s, c in zip(named, rows, values.tolist(), shares, strict=True)
+            Hit(p, chunks[r], s, c, h)
+            for p, r, s, c, h in zip(named, rows, values.tolist(), shares, hashes, strict=True)
         ]

@@ -246,14 +246,16 @@ class VectorRetriever:
         chosen = order if positions is None else positions[order]
         picked = chosen[keep].tolist()
         values = scores[keep].tolist()
+        chunks = index.chunks
+        method = RetrievalMethod.VECTOR
+        # Built directly (no keyword call per hit), with the memoised hashes.
         return [
-            index.hashes.scored(
-                doc,
-                vector_score=score,
-                retrieval_method=RetrievalMethod.VECTOR,
-                retrieval_rank=rank,
+            ScoredChunk(
+                chunks[doc], score, retrieval_method=method, retrieval_rank=rank, _content_hash=h
             )
-            for rank, (doc, score) in enumerate(zip(picked, values, strict=True))
+            for rank, (doc, score, h) in enumerate(
+                zip(picked, values, index.hashes.digests(picked), strict=True)
+            )
         ]
 
 
