@@ -58,6 +58,8 @@ from _quality_data import DATA
 from bench_floor import build, halves, make_engine
 
 from zerda_async.core.floor_model import FEATURES, FloorWeights, group_features, script_of
+from zerda_async.core.vector_floor import covers_query
+from zerda_async.embedders import E5_MARGIN_FLOOR
 
 Matrix = NDArray[np.float64]
 
@@ -77,11 +79,16 @@ class Rows:
     """The tune half's question vectors by script (their means centre questions)."""
     chunks: dict[str, list[Matrix]] = field(default_factory=dict)
     """The tune half's chunk vectors by script."""
+    margin: dict[Side, list[tuple[bool, bool]]] = field(default_factory=dict)
+    """(the question's chunks are all in the other script, E5_MARGIN_FLOOR flags it)."""
 
-    def add(self, side: Side, features: list[float], relevant: bool, probe: Any) -> None:
+    def add(
+        self, side: Side, features: list[float], relevant: bool, probe: Any, margin: Any
+    ) -> None:
         self.features.setdefault(side, []).append(features)
         self.relevant.setdefault(side, []).append(relevant)
         self.probes.setdefault(side, []).append(probe)
+        self.margin.setdefault(side, []).append(margin)
 
 
 SAME_BUDGET = 0.005
@@ -109,6 +116,7 @@ def collect(per_half: int, covid_articles: int) -> Rows:
         assert retriever is not None
         scripts = {c.doc_id: script_of(c.text) for c in corpora[corpus]}
         top_k = state.config.retriever.top_k
+        minimum = state.config.composer.min_query_coverage
         for half, picked in halves(questions, per_half).items():
             for q in picked:
                 answer = scripts.get(sorted(q.relevant)[0]) if kind[0] == "a" else None
@@ -117,7 +125,11 @@ def collect(per_half: int, covid_articles: int) -> Rows:
                 if half == "tune":
                     rows.questions.setdefault(asked, []).append(vector[None, :])
                 fused = retriever.retrieve(q.text, top_k)
-                for cross, features in group_features(fused, q.text):
+                groups = group_features(fused, q.text)
+                # The margin rule's verdict on the same list (composer.min_vector_margin 0).
+                flagged = not covers_query(fused, minimum, 0.0, E5_MARGIN_FLOOR, q.text)
+                margin = (all(cross for cross, _ in groups), flagged)
+                for cross, features in groups:
                     group = ("other" if asked == "ar" else "ar") if cross else asked
                     if answer is not None and group != answer:
                         continue
@@ -127,7 +139,7 @@ def collect(per_half: int, covid_articles: int) -> Rows:
                         if sc.vector_margin > 0 and script_of(sc.text) == group
                     ]
                     probe = (asked, group, vector, np.asarray(e5.embed_batch(listed)))
-                    rows.add((half, cross), features, answer is not None, probe)
+                    rows.add((half, cross), features, answer is not None, probe, margin)
     return rows
 
 
@@ -159,34 +171,49 @@ def fit(x: Matrix, y: NDArray[np.bool_], l2: float = 1e-3) -> tuple[float, Matri
     return float(b - raw @ mean), raw
 
 
-def threshold(s: Matrix, y: NDArray[np.bool_], cross: bool) -> float:
-    """The score at which to flag (see the module notes)."""
-    if not cross:
+def threshold(s: Matrix, y: NDArray[np.bool_], counted: Matrix | None = None) -> float:
+    """The score below which to flag (see the module notes).
+
+    ``counted`` (``cross``): per row, the margin rule's verdict on an
+    off-topic question with no chunk in its own script (-1: not counted).
+    The threshold flags as many of those rows as the rule does, and no more
+    rows of any kind than that needs: halfway between the last of them it must
+    flag and the next score above.
+    """
+    if counted is None:
         return float(np.quantile(s[y], SAME_BUDGET))
-    grid = np.sort(s)
-    gaps = [abs(float(np.mean(s[y] < t)) - float(np.mean(s[~y] >= t))) for t in grid]
-    return float(grid[int(np.argmin(gaps))])
+    target = int((counted == 1).sum())
+    if target == 0:
+        return float(s.min())
+    kth = float(np.sort(s[counted >= 0])[target - 1])
+    above = s[s > kth]
+    return (kth + float(above.min())) / 2 if above.size else kth + 1.0
 
 
 ARABIC = FEATURES.index("arabic_question")
 
 
 def thresholded(
-    bias: float, w: Matrix, x: Matrix, y: NDArray[np.bool_], cross: bool
+    bias: float, w: Matrix, x: Matrix, y: NDArray[np.bool_], margin: Matrix | None
 ) -> FloorWeights:
     """The fitted weights with the threshold (:func:`threshold`) folded in.
 
-    On the ``cross`` side it is set apart for Arabic questions and the others:
-    their cross-script cosines sit on different scales, and one threshold for
-    both would balance one direction's errors with the other's.
+    On the ``cross`` side (``margin``: per row, whether the question had only
+    other-script chunks and whether ``E5_MARGIN_FLOOR`` flags it) it is set
+    apart for Arabic questions and the others: their cross-script cosines sit
+    on different scales, and the margin rule flags each direction's off-topic
+    questions at its own rate.
     """
     s = bias + x @ w
     arabic = x[:, ARABIC] > 0.5
-    if not cross:  # one budget for all: split, each direction's 0.5% held out less well
+    if margin is None:  # one budget for all: split, each direction's 0.5% held out less well
         return FloorWeights(
-            round(bias - threshold(s, y, cross), 4), tuple(round(float(v), 4) for v in w)
+            round(bias - threshold(s, y), 4), tuple(round(float(v), 4) for v in w)
         )
-    at = {a: threshold(s[arabic == a], y[arabic == a], cross) for a in (False, True)}
+    # Only the off-topic rows of questions with no chunk in their own script
+    # are the margin rule's cross-language flags to match.
+    counted = np.where(margin[:, 0] & ~y, margin[:, 1].astype(np.float64), -1.0)
+    at = {a: threshold(s[arabic == a], y[arabic == a], counted[arabic == a]) for a in (False, True)}
     weights = [round(float(v), 4) for v in w]
     weights[ARABIC] = round(float(w[ARABIC]) - (at[True] - at[False]), 4)
     return FloorWeights(round(bias - at[False], 4), tuple(weights))
@@ -241,16 +268,23 @@ def main(argv: Sequence[str] | None = None) -> None:
         side = "cross" if cross else "same"
         x = np.asarray(rows.features[("tune", cross)], dtype=np.float64)
         y = np.asarray(rows.relevant[("tune", cross)], dtype=bool)
+        margin = np.asarray(rows.margin[("tune", cross)], dtype=bool)
         bias, w = fit(x, y)
-        fitted[cross] = thresholded(bias, w, x, y, cross)
+        fitted[cross] = thresholded(bias, w, x, y, margin if cross else None)
         for half in HALVES:
             hx = np.asarray(rows.features[(half, cross)], dtype=np.float64)
             hy = np.asarray(rows.relevant[(half, cross)], dtype=bool)
+            hm = np.asarray(rows.margin[(half, cross)], dtype=bool)
             s = fitted[cross].bias + hx @ np.asarray(fitted[cross].weights)
             print(f"{side} {half}: {rates(s, hy, 0.0)}")
             for name, arabic in (("Arabic", True), ("other", False)):
                 mine = (hx[:, ARABIC] > 0.5) == arabic
                 print(f"  {name} questions: {rates(s[mine], hy[mine], 0.0)}")
+                if cross:  # questions with only other-script chunks: model vs margin rule
+                    only = mine & hm[:, 0]
+                    print(f"    no own-script chunk, model: {rates(s[only], hy[only], 0.0)}")
+                    rule = np.where(hm[only, 1], -1.0, 1.0)
+                    print(f"    no own-script chunk, margin rule: {rates(rule, hy[only], 0.0)}")
     print("\nHeld-out trade-off of the same model family, thresholds from the tune half:")
     for cross in (False, True):
         for extra in (False, True):
