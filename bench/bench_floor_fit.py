@@ -57,7 +57,13 @@ from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import DATA
 from bench_floor import build, halves, make_engine
 
-from zerda_async.core.floor_model import FEATURES, FloorWeights, group_features, script_of
+from zerda_async.core.floor_model import (
+    FEATURES,
+    FloorWeights,
+    MarginRule,
+    group_features,
+    script_of,
+)
 from zerda_async.core.vector_floor import covers_query
 from zerda_async.embedders import E5_MARGIN_FLOOR
 
@@ -79,8 +85,9 @@ class Rows:
     """The tune half's question vectors by script (their means centre questions)."""
     chunks: dict[str, list[Matrix]] = field(default_factory=dict)
     """The tune half's chunk vectors by script."""
-    margin: dict[Side, list[tuple[bool, bool]]] = field(default_factory=dict)
-    """(the question's chunks are all in the other script, E5_MARGIN_FLOOR flags it)."""
+    margin: dict[Side, list[tuple[bool, bool, bool]]] = field(default_factory=dict)
+    """(the question's listed chunks are all in the other script, E5_MARGIN_FLOOR flags
+    the question, its margins applied to this row's group alone fail it: :data:`RULE`)."""
 
     def add(
         self, side: Side, features: list[float], relevant: bool, probe: Any, margin: Any
@@ -92,6 +99,8 @@ class Rows:
 
 
 SAME_BUDGET = 0.005
+RULE = MarginRule(E5_MARGIN_FLOOR.accept, E5_MARGIN_FLOOR.agree)
+"""E5_MARGIN_FLOOR's margins as a rule for one script group."""
 
 
 def tune_article(doc_id: str) -> bool:
@@ -128,11 +137,13 @@ def collect(per_half: int, covid_articles: int) -> Rows:
                 groups = group_features(fused, q.text)
                 # The margin rule's verdict on the same list (composer.min_vector_margin 0).
                 flagged = not covers_query(fused, minimum, 0.0, E5_MARGIN_FLOOR, q.text)
-                margin = (all(cross for cross, _ in groups), flagged)
+                only = all(cross for cross, _ in groups)
                 for cross, features in groups:
                     group = ("other" if asked == "ar" else "ar") if cross else asked
                     if answer is not None and group != answer:
                         continue
+                    mine = [sc for sc in fused if script_of(sc.text) == group]
+                    margin = (only, flagged, not RULE.passes(mine, minimum))
                     listed = [
                         sc.text
                         for sc in fused
@@ -194,12 +205,13 @@ ARABIC = FEATURES.index("arabic_question")
 
 
 def thresholded(
-    bias: float, w: Matrix, x: Matrix, y: NDArray[np.bool_], margin: Matrix | None
+    bias: float, w: Matrix, x: Matrix, y: NDArray[np.bool_], margin: NDArray[np.bool_] | None
 ) -> FloorWeights:
     """The fitted weights with the threshold (:func:`threshold`) folded in.
 
     On the ``cross`` side (``margin``: per row, whether the question had only
-    other-script chunks and whether ``E5_MARGIN_FLOOR`` flags it) it is set
+    other-script chunks and whether ``E5_MARGIN_FLOOR`` flags it: the first
+    two fields of :attr:`Rows.margin`) it is set
     apart for Arabic questions and the others: their cross-script cosines sit
     on different scales, and the margin rule flags each direction's off-topic
     questions at its own rate.
@@ -207,9 +219,7 @@ def thresholded(
     s = bias + x @ w
     arabic = x[:, ARABIC] > 0.5
     if margin is None:  # one budget for all: split, each direction's 0.5% held out less well
-        return FloorWeights(
-            round(bias - threshold(s, y), 4), tuple(round(float(v), 4) for v in w)
-        )
+        return FloorWeights(round(bias - threshold(s, y), 4), tuple(round(float(v), 4) for v in w))
     # Only the off-topic rows of questions with no chunk in their own script
     # are the margin rule's cross-language flags to match.
     counted = np.where(margin[:, 0] & ~y, margin[:, 1].astype(np.float64), -1.0)
@@ -226,6 +236,11 @@ def rates(s: Matrix, y: NDArray[np.bool_], at: float) -> str:
         f"false flags {false:.1%} of {int(y.sum())},"
         f" off-topic flagged {flagged:.1%} of {int((~y).sum())}"
     )
+
+
+def false_flags(s: Matrix, y: NDArray[np.bool_]) -> float:
+    """The share of relevant rows scoring below zero."""
+    return float(np.mean(s[y] < 0)) if y.any() else 0.0
 
 
 def auc(s: Matrix, y: NDArray[np.bool_]) -> float:
@@ -264,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"Machine: {describe_machine()}\nLoad: {describe_load()}")
     print(f"Features: {', '.join(FEATURES)}")
     fitted: dict[bool, FloorWeights] = {}
+    better: list[bool] = []
     for cross in (False, True):
         side = "cross" if cross else "same"
         x = np.asarray(rows.features[("tune", cross)], dtype=np.float64)
@@ -276,15 +292,27 @@ def main(argv: Sequence[str] | None = None) -> None:
             hy = np.asarray(rows.relevant[(half, cross)], dtype=bool)
             hm = np.asarray(rows.margin[(half, cross)], dtype=bool)
             s = fitted[cross].bias + hx @ np.asarray(fitted[cross].weights)
-            print(f"{side} {half}: {rates(s, hy, 0.0)}")
+            rule = np.where(hm[:, 2], -1.0, 1.0)
+            print(f"{side} {half}: model: {rates(s, hy, 0.0)}")
+            if cross:
+                print(f"{side} {half}: margin rule: {rates(rule, hy, 0.0)}")
             for name, arabic in (("Arabic", True), ("other", False)):
                 mine = (hx[:, ARABIC] > 0.5) == arabic
-                print(f"  {name} questions: {rates(s[mine], hy[mine], 0.0)}")
-                if cross:  # questions with only other-script chunks: model vs margin rule
-                    only = mine & hm[:, 0]
-                    print(f"    no own-script chunk, model: {rates(s[only], hy[only], 0.0)}")
-                    rule = np.where(hm[only, 1], -1.0, 1.0)
-                    print(f"    no own-script chunk, margin rule: {rates(rule, hy[only], 0.0)}")
+                print(f"  {name} questions, model: {rates(s[mine], hy[mine], 0.0)}")
+                if not cross:
+                    continue
+                print(f"  {name} questions, margin rule: {rates(rule[mine], hy[mine], 0.0)}")
+                only = mine & hm[:, 0]  # the questions the threshold was matched on
+                for label, v in (("model", s), ("margin rule", rule)):
+                    print(f"    no own-script chunk, {label}: {rates(v[only], hy[only], 0.0)}")
+                if half == "tune":
+                    better.append(
+                        false_flags(rule[only], hy[only]) <= false_flags(s[only], hy[only])
+                    )
+    # The margin rule flags those off-topic questions as often as the model
+    # does by construction: it wins when it flags no more answerable ones.
+    chosen = "MarginRule" if all(better) else "model"
+    print(f"cross side chosen on the tune half: {chosen}")
     print("\nHeld-out trade-off of the same model family, thresholds from the tune half:")
     for cross in (False, True):
         for extra in (False, True):
@@ -294,7 +322,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("\nE5_FLOOR = FloorModel(")
     for name, cross in (("same", False), ("cross", True)):
         weights = ", ".join(repr(w) for w in fitted[cross].weights)
-        print(f"    {name}=FloorWeights({fitted[cross].bias!r}, ({weights})),")
+        if cross and chosen == "MarginRule":
+            print("    cross=MarginRule(E5_MARGIN_FLOOR.accept, E5_MARGIN_FLOOR.agree),")
+        else:
+            print(f"    {name}=FloorWeights({fitted[cross].bias!r}, ({weights})),")
     print("    depth=50,\n)")
 
 
