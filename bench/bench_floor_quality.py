@@ -93,8 +93,8 @@ def main() -> None:
         "questions",
         "answer in default ctx",
         "false 'nothing relevant'",
-        "off-topic (other language) flagged",
-        "off-topic (same language) flagged",
+        "off-topic in the other language flagged",
+        "off-topic in the chunks' language flagged",
     ]
     text = "\n".join(
         [
