@@ -17,14 +17,26 @@ features, by gradient descent).  The thresholds, folded into the biases:
 * ``same``: at most 0.5% of the tune half's relevant rows fall below it
   (half of a 1% false-flag budget, the other half for data it was not fitted
   on);
-* ``cross``: where the tune half's false flags equal its missed off-topic
-  rows (a lost answer and a missed flag weigh alike): e5-small's
-  cross-language evidence cannot meet a 1% budget with most off-topic
-  questions flagged (the run prints the trade-off).
+* ``cross``: off-topic questions must be flagged at least as often as the
+  margin rule of before (``E5_MARGIN_FLOOR``) flags them.  On the tune half's
+  off-topic questions with no chunk of their own script listed (asked in the
+  other language than the corpus) the threshold flags exactly as many as the
+  rule does, and no more rows of any kind than that needs (the lowest
+  false-flag rate under the constraint).  e5-small's cross-language evidence
+  cannot meet a 1% budget with most off-topic questions flagged (the run
+  prints the trade-off).
 
 The ``cross`` threshold is set apart for Arabic questions and the others
-(through the ``arabic_question`` weight); the ``same`` one is shared (split,
-each direction's 0.5% held out less well: 1.0% of the held-out Arabic rows).
+(through the ``arabic_question`` weight): the rule flags each direction at
+its own rate.  The ``same`` one is shared (split, each direction's 0.5% held
+out less well: 1.0% of the held-out Arabic rows).
+
+Then, for the other script's chunks alone in the list and beside chunks of
+the question's script apart, the run compares the weights with the margin
+rule applied to that group (:data:`RULE`) on the tune half, and keeps the
+rule where it flags no more answerable rows in either direction (alone: the
+two flag as many off-topic rows by construction).  The printed model says
+which judges where (``cross``, ``cross_alone``).
 
 It prints the fitted model as code (paste it into
 ``zerda_async/embedders/_e5_floor.py``), each side's rates on both halves,
@@ -57,7 +69,15 @@ from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import DATA
 from bench_floor import build, halves, make_engine
 
-from zerda_async.core.floor_model import FEATURES, FloorWeights, group_features, script_of
+from zerda_async.core.floor_model import (
+    FEATURES,
+    FloorWeights,
+    MarginRule,
+    group_features,
+    script_of,
+)
+from zerda_async.core.vector_floor import covers_query
+from zerda_async.embedders import E5_MARGIN_FLOOR
 
 Matrix = NDArray[np.float64]
 
@@ -77,14 +97,22 @@ class Rows:
     """The tune half's question vectors by script (their means centre questions)."""
     chunks: dict[str, list[Matrix]] = field(default_factory=dict)
     """The tune half's chunk vectors by script."""
+    margin: dict[Side, list[tuple[bool, bool, bool]]] = field(default_factory=dict)
+    """(the question's listed chunks are all in the other script, E5_MARGIN_FLOOR flags
+    the question, its margins applied to this row's group alone fail it: :data:`RULE`)."""
 
-    def add(self, side: Side, features: list[float], relevant: bool, probe: Any) -> None:
+    def add(
+        self, side: Side, features: list[float], relevant: bool, probe: Any, margin: Any
+    ) -> None:
         self.features.setdefault(side, []).append(features)
         self.relevant.setdefault(side, []).append(relevant)
         self.probes.setdefault(side, []).append(probe)
+        self.margin.setdefault(side, []).append(margin)
 
 
 SAME_BUDGET = 0.005
+RULE = MarginRule(E5_MARGIN_FLOOR.accept, E5_MARGIN_FLOOR.agree)
+"""E5_MARGIN_FLOOR's margins as a rule for one script group."""
 
 
 def tune_article(doc_id: str) -> bool:
@@ -109,6 +137,7 @@ def collect(per_half: int, covid_articles: int) -> Rows:
         assert retriever is not None
         scripts = {c.doc_id: script_of(c.text) for c in corpora[corpus]}
         top_k = state.config.retriever.top_k
+        minimum = state.config.composer.min_query_coverage
         for half, picked in halves(questions, per_half).items():
             for q in picked:
                 answer = scripts.get(sorted(q.relevant)[0]) if kind[0] == "a" else None
@@ -117,17 +146,23 @@ def collect(per_half: int, covid_articles: int) -> Rows:
                 if half == "tune":
                     rows.questions.setdefault(asked, []).append(vector[None, :])
                 fused = retriever.retrieve(q.text, top_k)
-                for cross, features in group_features(fused, q.text):
+                groups = group_features(fused, q.text)
+                # The margin rule's verdict on the same list (composer.min_vector_margin 0).
+                flagged = not covers_query(fused, minimum, 0.0, E5_MARGIN_FLOOR, q.text)
+                only = all(cross for cross, _ in groups)
+                for cross, features in groups:
                     group = ("other" if asked == "ar" else "ar") if cross else asked
                     if answer is not None and group != answer:
                         continue
+                    mine = [sc for sc in fused if script_of(sc.text) == group]
+                    margin = (only, flagged, not RULE.passes(mine, minimum))
                     listed = [
                         sc.text
                         for sc in fused
                         if sc.vector_margin > 0 and script_of(sc.text) == group
                     ]
                     probe = (asked, group, vector, np.asarray(e5.embed_batch(listed)))
-                    rows.add((half, cross), features, answer is not None, probe)
+                    rows.add((half, cross), features, answer is not None, probe, margin)
     return rows
 
 
@@ -159,34 +194,48 @@ def fit(x: Matrix, y: NDArray[np.bool_], l2: float = 1e-3) -> tuple[float, Matri
     return float(b - raw @ mean), raw
 
 
-def threshold(s: Matrix, y: NDArray[np.bool_], cross: bool) -> float:
-    """The score at which to flag (see the module notes)."""
-    if not cross:
+def threshold(s: Matrix, y: NDArray[np.bool_], counted: Matrix | None = None) -> float:
+    """The score below which to flag (see the module notes).
+
+    ``counted`` (``cross``): per row, the margin rule's verdict on an
+    off-topic question with no chunk in its own script (-1: not counted).
+    The threshold flags as many of those rows as the rule does, and no more
+    rows of any kind than that needs: halfway between the last of them it must
+    flag and the next score above.
+    """
+    if counted is None:
         return float(np.quantile(s[y], SAME_BUDGET))
-    grid = np.sort(s)
-    gaps = [abs(float(np.mean(s[y] < t)) - float(np.mean(s[~y] >= t))) for t in grid]
-    return float(grid[int(np.argmin(gaps))])
+    target = int((counted == 1).sum())
+    if target == 0:
+        return float(s.min())
+    kth = float(np.sort(s[counted >= 0])[target - 1])
+    above = s[s > kth]
+    return (kth + float(above.min())) / 2 if above.size else kth + 1.0
 
 
 ARABIC = FEATURES.index("arabic_question")
 
 
 def thresholded(
-    bias: float, w: Matrix, x: Matrix, y: NDArray[np.bool_], cross: bool
+    bias: float, w: Matrix, x: Matrix, y: NDArray[np.bool_], margin: NDArray[np.bool_] | None
 ) -> FloorWeights:
     """The fitted weights with the threshold (:func:`threshold`) folded in.
 
-    On the ``cross`` side it is set apart for Arabic questions and the others:
-    their cross-script cosines sit on different scales, and one threshold for
-    both would balance one direction's errors with the other's.
+    On the ``cross`` side (``margin``: per row, whether the question had only
+    other-script chunks and whether ``E5_MARGIN_FLOOR`` flags it: the first
+    two fields of :attr:`Rows.margin`) it is set
+    apart for Arabic questions and the others: their cross-script cosines sit
+    on different scales, and the margin rule flags each direction's off-topic
+    questions at its own rate.
     """
     s = bias + x @ w
     arabic = x[:, ARABIC] > 0.5
-    if not cross:  # one budget for all: split, each direction's 0.5% held out less well
-        return FloorWeights(
-            round(bias - threshold(s, y, cross), 4), tuple(round(float(v), 4) for v in w)
-        )
-    at = {a: threshold(s[arabic == a], y[arabic == a], cross) for a in (False, True)}
+    if margin is None:  # one budget for all: split, each direction's 0.5% held out less well
+        return FloorWeights(round(bias - threshold(s, y), 4), tuple(round(float(v), 4) for v in w))
+    # Only the off-topic rows of questions with no chunk in their own script
+    # are the margin rule's cross-language flags to match.
+    counted = np.where(margin[:, 0] & ~y, margin[:, 1].astype(np.float64), -1.0)
+    at = {a: threshold(s[arabic == a], y[arabic == a], counted[arabic == a]) for a in (False, True)}
     weights = [round(float(v), 4) for v in w]
     weights[ARABIC] = round(float(w[ARABIC]) - (at[True] - at[False]), 4)
     return FloorWeights(round(bias - at[False], 4), tuple(weights))
@@ -199,6 +248,11 @@ def rates(s: Matrix, y: NDArray[np.bool_], at: float) -> str:
         f"false flags {false:.1%} of {int(y.sum())},"
         f" off-topic flagged {flagged:.1%} of {int((~y).sum())}"
     )
+
+
+def false_flags(s: Matrix, y: NDArray[np.bool_]) -> float:
+    """The share of relevant rows scoring below zero."""
+    return float(np.mean(s[y] < 0)) if y.any() else 0.0
 
 
 def auc(s: Matrix, y: NDArray[np.bool_]) -> float:
@@ -237,31 +291,56 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"Machine: {describe_machine()}\nLoad: {describe_load()}")
     print(f"Features: {', '.join(FEATURES)}")
     fitted: dict[bool, FloorWeights] = {}
+    rule_wins = {True: True, False: True}  # alone (no own-script chunk listed) or beside
     for cross in (False, True):
         side = "cross" if cross else "same"
         x = np.asarray(rows.features[("tune", cross)], dtype=np.float64)
         y = np.asarray(rows.relevant[("tune", cross)], dtype=bool)
+        margin = np.asarray(rows.margin[("tune", cross)], dtype=bool)
         bias, w = fit(x, y)
-        fitted[cross] = thresholded(bias, w, x, y, cross)
+        fitted[cross] = thresholded(bias, w, x, y, margin if cross else None)
         for half in HALVES:
             hx = np.asarray(rows.features[(half, cross)], dtype=np.float64)
             hy = np.asarray(rows.relevant[(half, cross)], dtype=bool)
+            hm = np.asarray(rows.margin[(half, cross)], dtype=bool)
             s = fitted[cross].bias + hx @ np.asarray(fitted[cross].weights)
-            print(f"{side} {half}: {rates(s, hy, 0.0)}")
+            rule = np.where(hm[:, 2], -1.0, 1.0)
+            print(f"{side} {half}: weights: {rates(s, hy, 0.0)}")
             for name, arabic in (("Arabic", True), ("other", False)):
                 mine = (hx[:, ARABIC] > 0.5) == arabic
-                print(f"  {name} questions: {rates(s[mine], hy[mine], 0.0)}")
+                print(f"  {name} questions, weights: {rates(s[mine], hy[mine], 0.0)}")
+                for alone in (True, False) if cross else ():
+                    where = "no own-script chunk" if alone else "beside own-script chunks"
+                    only = mine & (hm[:, 0] == alone)
+                    for label, v in (("weights", s), ("margin rule", rule)):
+                        print(f"    {where}, {label}: {rates(v[only], hy[only], 0.0)}")
+                    if half == "tune" and false_flags(rule[only], hy[only]) > false_flags(
+                        s[only], hy[only]
+                    ):
+                        rule_wins[alone] = False
+    # Where the threshold was matched (no own-script chunk) the rule and the
+    # weights flag as many off-topic questions: the rule wins when it flags no
+    # more answerable ones.  Beside own-script chunks the same-script weights
+    # flag most off-topic questions already; fewer false flags decide.
+    for alone in (True, False):
+        where = "no own-script chunk" if alone else "beside own-script chunks"
+        print(f"tune, {where}: {'margin rule' if rule_wins[alone] else 'weights'}")
     print("\nHeld-out trade-off of the same model family, thresholds from the tune half:")
     for cross in (False, True):
         for extra in (False, True):
             label = "+ centred cosine" if extra else "shipped features"
             side = "cross" if cross else "same"
             print(f"  {side}, {label}: {targets(rows, ('', cross), extra)}")
-    print("\nE5_FLOOR = FloorModel(")
-    for name, cross in (("same", False), ("cross", True)):
-        weights = ", ".join(repr(w) for w in fitted[cross].weights)
-        print(f"    {name}=FloorWeights({fitted[cross].bias!r}, ({weights})),")
-    print("    depth=50,\n)")
+    margins = "MarginRule(E5_MARGIN_FLOOR.accept, E5_MARGIN_FLOOR.agree)"
+    weights = {
+        cross: f"FloorWeights({w.bias!r}, ({', '.join(map(repr, w.weights))}))"
+        for cross, w in fitted.items()
+    }
+    print(f"\nE5_FLOOR = FloorModel(\n    same={weights[False]},")
+    print(f"    cross={margins if rule_wins[False] else weights[True]},\n    depth=50,")
+    if rule_wins[True] != rule_wins[False]:
+        print(f"    cross_alone={margins if rule_wins[True] else weights[True]},")
+    print(")")
 
 
 if __name__ == "__main__":

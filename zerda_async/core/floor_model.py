@@ -21,6 +21,13 @@ chunks and from English questions to Arabic ones sit on different scales).  An e
 fitted weights (``E5_FLOOR`` for multilingual-e5-small, fitted by
 ``bench/bench_floor_fit.py``); the composer passes the question's text
 (:func:`~.vector_floor.covers_query`).
+
+A group may be judged by fixed margins instead (:class:`MarginRule`, the
+rule of :class:`~.vector_floor.VectorFloor` over that group's chunks), and
+the other script's group may have its own judge for when it is alone in the
+list (``cross_alone``): e5-small keeps its margin rule for questions asked in
+the other language than all the listed chunks, where it flags as many
+off-topic questions as fitted weights with fewer false flags.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from dataclasses import dataclass
 
 from .models import ScoredChunk
 
-__all__ = ["FEATURES", "FloorModel", "FloorWeights", "group_features", "script_of"]
+__all__ = ["FEATURES", "FloorModel", "FloorWeights", "MarginRule", "group_features", "script_of"]
 
 FEATURES = ("cosine", "margin", "coverage", "arabic_question")
 """The order of a :class:`FloorWeights`' weights."""
@@ -85,6 +92,55 @@ class FloorWeights:
         return self.bias + sum(w * x for w, x in zip(self.weights, features, strict=True))
 
 
+@dataclass(frozen=True, slots=True)
+class MarginRule:
+    """Fixed margins for one script group, the rule of :class:`~.vector_floor.VectorFloor`.
+
+    The group passes when one of its chunks' ``vector_margin`` reaches
+    ``accept``, or one holds the keyword floor's ``min_query_coverage`` and
+    its margin reaches ``agree``.
+    """
+
+    accept: float
+    agree: float
+
+    def __post_init__(self) -> None:
+        for name in ("accept", "agree"):
+            value = _finite(f"MarginRule.{name}", getattr(self, name))
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"MarginRule.{name} must be in [0, 1], got {value!r}")
+        if self.agree > self.accept:
+            raise ValueError(
+                f"MarginRule.agree ({self.agree}) must not exceed accept ({self.accept})"
+            )
+
+    def passes(self, group: Sequence[ScoredChunk], minimum: float | None) -> bool:
+        """Whether the chunks of one ``group`` pass (``minimum``: ``None`` weighs margins only)."""
+        if any(sc.vector_margin >= self.accept for sc in group):
+            return True
+        return minimum is not None and any(
+            sc.query_coverage >= minimum and sc.vector_margin >= self.agree for sc in group
+        )
+
+
+def _groups(
+    chunks: Sequence[ScoredChunk], query: str
+) -> list[tuple[bool, list[ScoredChunk], list[float]]]:
+    """Per script of the vector-listed ``chunks``: (other script?, its chunks, its features)."""
+    scripts = [script_of(sc.text) for sc in chunks]
+    asked = script_of(query)
+    arabic = 1.0 if asked == "ar" else 0.0
+    out: list[tuple[bool, list[ScoredChunk], list[float]]] = []
+    pairs = list(zip(scripts, chunks, strict=True))
+    for script in dict.fromkeys(s for s, sc in pairs if sc.vector_margin > 0):
+        group = [sc for s, sc in pairs if s == script]
+        best = max((sc for sc in group if sc.vector_margin > 0), key=lambda sc: sc.vector_score)
+        coverage = max(max(sc.query_coverage, 0.0) for sc in group)
+        features = [best.vector_score, best.vector_margin, coverage, arabic]
+        out.append((script != asked, group, features))
+    return out
+
+
 def group_features(chunks: Sequence[ScoredChunk], query: str) -> list[tuple[bool, list[float]]]:
     """Per script of the vector-listed ``chunks``: (other script than ``query``?, features).
 
@@ -92,18 +148,7 @@ def group_features(chunks: Sequence[ScoredChunk], query: str) -> list[tuple[bool
     bar its last) open a group; a group's coverage also counts the keyword
     hits of its script.  No vector-listed chunk: an empty list.
     """
-    scripts = [script_of(sc.text) for sc in chunks]
-    asked = script_of(query)
-    arabic = 1.0 if asked == "ar" else 0.0
-    out: list[tuple[bool, list[float]]] = []
-    pairs = list(zip(scripts, chunks, strict=True))
-    for script in dict.fromkeys(s for s, sc in pairs if sc.vector_margin > 0):
-        group = [sc for s, sc in pairs if s == script]
-        best = max((sc for sc in group if sc.vector_margin > 0), key=lambda sc: sc.vector_score)
-        coverage = max(max(sc.query_coverage, 0.0) for sc in group)
-        features = [best.vector_score, best.vector_margin, coverage, arabic]
-        out.append((script != asked, features))
-    return out
+    return [(cross, features) for cross, _, features in _groups(chunks, query)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,31 +156,53 @@ class FloorModel:
     """An embedder's fitted relevance floor (see the module notes).
 
     ``same`` scores the chunks in the question's script, ``cross`` those in
-    the other; ``depth`` is the vector-list length the margins were fitted at
-    (a configuration whose ``retriever.fusion_depth`` differs gets the keyword
-    floor only).
+    the other (fitted weights, or a :class:`MarginRule`); ``depth`` is the
+    vector-list length the margins were fitted at (a configuration whose
+    ``retriever.fusion_depth`` differs gets the keyword floor only).
+    ``cross_alone``, when set, judges the other script's chunks in place of
+    ``cross`` when none of the question's script is vector-listed (a
+    question asked in the other language than the whole list).
     """
 
     same: FloorWeights
-    cross: FloorWeights
+    cross: FloorWeights | MarginRule
     depth: int = 50
+    cross_alone: FloorWeights | MarginRule | None = None
 
     def __post_init__(self) -> None:
-        for name in ("same", "cross"):
-            if not isinstance(getattr(self, name), FloorWeights):
-                raise ValueError(f"FloorModel.{name} must be FloorWeights")
+        if not isinstance(self.same, FloorWeights):
+            raise ValueError("FloorModel.same must be FloorWeights")
+        if not isinstance(self.cross, FloorWeights | MarginRule):
+            raise ValueError("FloorModel.cross must be FloorWeights or a MarginRule")
+        if self.cross_alone is not None and not isinstance(
+            self.cross_alone, FloorWeights | MarginRule
+        ):
+            raise ValueError("FloorModel.cross_alone must be FloorWeights, a MarginRule or None")
         if isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1:
             raise ValueError(f"FloorModel.depth must be a positive integer, got {self.depth!r}")
 
-    def accepts(self, chunks: Sequence[ScoredChunk], query: str) -> bool | None:
-        """Whether some script group of ``chunks`` scores positive for ``query``.
+    def accepts(
+        self, chunks: Sequence[ScoredChunk], query: str, minimum: float | None = None
+    ) -> bool | None:
+        """Whether some script group of ``chunks`` passes for ``query``.
 
+        A group with weights passes when it scores positive; one with a
+        :class:`MarginRule` when the rule passes it (``minimum``: the keyword
+        floor's ``min_query_coverage``; ``None`` weighs margins only).
         ``None`` when no chunk came from the vector list: the model has no
         evidence to weigh, and the keyword floor decides.
         """
-        groups = group_features(chunks, query)
+        groups = _groups(chunks, query)
         if not groups:
             return None
-        return any(
-            (self.cross if cross else self.same).score(features) > 0 for cross, features in groups
-        )
+        other = self.cross
+        if self.cross_alone is not None and all(cross for cross, _, _ in groups):
+            other = self.cross_alone
+        for cross, group, features in groups:
+            judge = other if cross else self.same
+            if isinstance(judge, MarginRule):
+                if judge.passes(group, minimum):
+                    return True
+            elif judge.score(features) > 0:
+                return True
+        return False

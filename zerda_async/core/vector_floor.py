@@ -120,7 +120,7 @@ def covers_query(
     if not measured:
         return True
     if isinstance(floor, FloorModel):
-        verdict = floor.accepts(chunks, query)
+        verdict = floor.accepts(chunks, query, minimum)
         if verdict is not None:
             return verdict
     elif floor is not None and any(sc.vector_margin > 0 for sc in chunks):
