@@ -31,6 +31,8 @@ context figures there.
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import random
 import sys
 import time
@@ -57,6 +59,7 @@ from bench_quality import context_metrics, engine_ranker, make_engine, ranking_m
 
 from zerda_async import ContextEngineConfig
 from zerda_async.core.index.chunks import SEARCH_HEADING
+from zerda_async.readers import Document, chunk_document
 
 Tweak = Callable[[ContextEngineConfig], None]
 
@@ -118,8 +121,9 @@ def load(chunk_size: int, overlap: int, heading_times: int, articles: int = 0) -
         ids = {c.doc_id for c in corpus.chunks}
         corpus.questions = [q for q in corpus.questions if q.relevant <= ids]
     if overlap:
-        corpus = _chunk_ends(corpus, chunk_size, title_of)
-        corpus = _overlapped(corpus, overlap, _articles(title_of))
+        texts = _articles()
+        _record_ends(corpus, chunk_size, texts)
+        corpus = _overlapped(corpus, overlap, texts)
     if heading_times > 1:
         for chunk in corpus.chunks:
             heading = chunk.metadata.get(SEARCH_HEADING)
@@ -128,25 +132,22 @@ def load(chunk_size: int, overlap: int, heading_times: int, articles: int = 0) -
     return corpus
 
 
-def _articles(title_of: Any) -> dict[str, str]:
-    import gzip
-    import json
-
+def _articles() -> dict[str, str]:
+    """Each article's text by its ``source``."""
     with gzip.open(quality_data_dir() / SETS[1][1], "rt", encoding="utf-8") as fh:
         data = json.load(fh)["data"]
     return {f"en-{a}": article["paragraphs"][0]["context"] for a, article in enumerate(data)}
 
 
-def _chunk_ends(corpus: Corpus, chunk_size: int, title_of: Any) -> Corpus:
-    """Record each chunk's end offset in its article (the readers' chunker's span)."""
-    from zerda_async.readers import Document, chunk_document
-
-    for source, text in _articles(title_of).items():
-        spans = chunk_document(Document(source=source, kind="text", text=text), chunk_size)
-        mine = [c for c in corpus.chunks if c.metadata["source"] == source]
-        for chunk, span in zip(mine, spans, strict=True):
+def _record_ends(corpus: Corpus, chunk_size: int, texts: dict[str, str]) -> None:
+    """Put each chunk's end offset in its article (the readers' chunker's span) in its metadata."""
+    by_source: dict[str, list[BenchChunk]] = {}
+    for chunk in corpus.chunks:
+        by_source.setdefault(chunk.metadata["source"], []).append(chunk)
+    for source, mine in by_source.items():
+        document = Document(source=source, kind="text", text=texts[source])
+        for chunk, span in zip(mine, chunk_document(document, chunk_size), strict=True):
             chunk.metadata["end"] = span.end
-    return corpus
 
 
 def split(corpus: Corpus) -> tuple[list[Question], list[Question]]:
