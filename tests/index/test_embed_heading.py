@@ -44,12 +44,13 @@ def _chunks() -> list[_Chunk]:
 
 
 class _Recorder:
-    """A batch embedder that keeps every text it was given."""
+    """An embedder (one text or a batch) that keeps every text it was given."""
 
     def __init__(self) -> None:
         self.texts: list[Any] = []
 
     def __call__(self, text: Any) -> Any:
+        self.texts.append(text)
         return embed(text)
 
     def embed_batch(self, texts: list[Any]) -> Any:
@@ -87,7 +88,7 @@ def test_embedding_text_puts_the_heading_first_only_when_asked() -> None:
 def test_the_sync_engine_embeds_what_the_option_says(heading: bool) -> None:
     recorder = _Recorder()
     engine = ContextEngine(_config(heading))
-    engine._state.index(_chunks(), recorder, batch_embed_fn=recorder.embed_batch)
+    engine.index(_chunks(), embed_fn=recorder)
     assert recorder.texts == _expected(_chunks(), heading)
 
 
