@@ -196,6 +196,7 @@ def variants(e5: bool, only: str) -> list[Variant]:
                 "e5, vector 0.4 / keyword 0.6", _set(vector_weight=0.4, keyword_weight=0.6), e5=True
             ),
             Variant("e5, chunks of 600", e5=True, chunk_size=600),
+            Variant("e5, chunks of 800", e5=True, chunk_size=800),
         ]
     return [v for v in rows if any(part in v.label for part in only.split(";"))]
 
