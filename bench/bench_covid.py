@@ -53,9 +53,11 @@ from _common import (
     write_summary,
 )
 from _e5_vectors import E5Embedder, E5Vectors
-from _quality_data import SEED, Corpus, Question
+from _quality_data import DATA, SEED, Corpus, Question, load_corpora
 from bench_headings import SETS, load_documents
+from bench_quality import HEADERS as QUALITY_HEADERS
 from bench_quality import context_metrics, engine_ranker, make_engine, ranking_metrics
+from bench_quality import measure as measure_sets
 
 from zerda_async import ContextEngineConfig
 from zerda_async.core.index.chunks import SEARCH_HEADING
@@ -232,6 +234,19 @@ def measure(
     return out
 
 
+def other_sets(sizes: Sequence[int], e5: E5Embedder | None) -> str:
+    """``bench_quality``'s corpora (ARCD, 20 COVID-QA articles, mixed, XQuAD across
+    languages) at each chunk size: the recommended profile keyword only and with e5."""
+    systems: list[Any] = [("recommended, keyword only", ContextEngineConfig.recommended, None)]
+    if e5 is not None:
+        systems.append(("recommended + e5", ContextEngineConfig.recommended, e5))
+    rows = []
+    for size in sizes:
+        for row in measure_sets(load_corpora(DATA, size, 500), systems):
+            rows.append([row[0], f"{size}", *row[1:]])
+    return format_table([QUALITY_HEADERS[0], "chunk size", *QUALITY_HEADERS[1:]], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--e5", action="store_true", help="add the e5 rows")
@@ -243,8 +258,20 @@ def main() -> None:
     parser.add_argument(
         "--articles", type=int, default=0, help="only the file's first N articles (0: all 98)"
     )
+    parser.add_argument(
+        "--other-sets",
+        default="",
+        metavar="SIZES",
+        help="instead: bench_quality's corpora at these chunk sizes (e.g. 400,600)",
+    )
     args = parser.parse_args()
     e5 = E5Embedder(E5Vectors()) if args.e5 else None
+    if args.other_sets:
+        sizes = [int(s) for s in args.other_sets.split(",")]
+        out = f"Load: {describe_load()}\nCommand: {command_line()}\n\n" + other_sets(sizes, e5)
+        print(out)
+        print(f"written to {write_summary('covid-other-sets', out)}")
+        return
     headers = ["system", "half", "questions", "chunks", "recall@5", "recall@20", "MRR@20"]
     if args.contexts:
         headers += ["answer in default ctx", "answer in 4,000-char ctx"]
