@@ -93,7 +93,7 @@ class StoreProfile:
         vectors = "keyword search only" if self.embedder == KEYWORD_ONLY else self.embedder
         extra = f" ({dim} dimensions)" if dim else ""
         if self.embed_heading and self.embedder != KEYWORD_ONLY:
-            extra += " embedding headings with the text"
+            extra += ", headings embedded with the text"
         return f"{self.profile} profile, text analyser {self.text_analyzer}, {vectors}{extra}"
 
 
