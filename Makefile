@@ -47,6 +47,7 @@ bench: setup
 	$(BIN)/python bench/bench_loop_stall.py
 	$(BIN)/python bench/bench_readers.py
 	$(BIN)/python bench/bench_headings.py
+	$(BIN)/python bench/bench_covid.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -16,7 +16,8 @@ the recommended profile, keyword only, on the same questions as
 
 ``--e5`` adds the titled rows with multilingual-e5-small in convex fusion
 (the recommended profile's default embedder; vectors from the bench's cache,
-``bench/_e5_vectors.py``; the title is not in the embedder's input).
+``bench/_e5_vectors.py``): the embedder reads the chunk's text, or, with
+``retriever.embed_heading``, ``"<title>: <text>"``.
 
 Neither set marks sections, so the section half of the heading is not
 measured here.  Metrics as in ``bench_quality.py``: recall@5, recall@20 and
@@ -135,12 +136,14 @@ def measure(data: Path, chunk_size: int, count: int, e5: Any = None) -> list[lis
             variants += [
                 ("readers' chunker + title, no neighbours (before) + e5", titled, 0.0),
                 ("readers' chunker + title as search heading + e5", titled, 0.5),
+                ("readers' chunker + title, embed_heading + e5", titled, 0.5),
             ]
         for label, corpus, neighbours in variants:
             started = time.perf_counter()
             questions = subsample(corpus.questions, count)
             config = ContextEngineConfig.recommended()
             config.retriever.neighbour_weight = neighbours
+            config.retriever.embed_heading = "embed_heading" in label
             engine = make_engine(config, corpus.chunks, e5 if label.endswith("e5") else None)
             r5, r20, mrr = ranking_metrics(engine_ranker(engine), questions)
             fig = context_metrics(engine, questions, [])

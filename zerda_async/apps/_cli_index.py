@@ -40,6 +40,7 @@ from zerda_async.apps._saved_index import (
     save_index,
 )
 from zerda_async.core.config import ContextEngineConfig
+from zerda_async.core.index.chunks import embedding_text
 from zerda_async.embedders import HashingEmbedder
 from zerda_async.engine import AsyncContextEngine
 from zerda_async.errors import UsageError
@@ -74,7 +75,7 @@ def _index(args: argparse.Namespace) -> int:
     choice = choose_embedder(profile, args.embedder, args.dim or DEFAULT_DIM)
     manifest = _index_manifest(profile, config, choice.name, choice.embedder)
     manifest.chunks, manifest.files = len(report.chunks), report.files
-    texts = [c.text for c in report.chunks]
+    texts = [embedding_text(c, config.retriever.embed_heading) for c in report.chunks]
     embedding = None
     if choice.embedder is not None:
         embedding = start_embedding(choice.embedder, texts, out / VECTOR_CACHE, quiet=args.quiet)
@@ -151,7 +152,8 @@ def _add_to_saved(args: argparse.Namespace, out: Path, manifest: IndexManifest) 
     recorded = make_embedder(manifest, out)
     embedding = None
     if recorded is not None:
-        texts = [c.text for c in report.chunks]
+        heading = profile_config(manifest.profile).retriever.embed_heading
+        texts = [embedding_text(c, heading) for c in report.chunks]
         embedding = start_embedding(recorded, texts, out / VECTOR_CACHE, quiet=args.quiet)
     started = time.perf_counter()
 
@@ -303,9 +305,7 @@ def _index_into_store(args: argparse.Namespace) -> int:
         choice, mine = EmbedderChoice(recorded.make_embedder(), recorded.embedder), recorded
     else:
         choice = choose_embedder(profile, args.embedder, args.dim or DEFAULT_DIM)
-        params = {} if choice.embedder is None else choice.embedder.params()
-        analyzer = profile_config(profile).retriever.text_analyzer
-        mine = StoreProfile(profile, analyzer, choice.name, params)
+        mine = StoreProfile.built_with(profile, choice.name, choice.embedder)
     if args.hnsw and choice.embedder is None:
         raise UsageError(
             f"--hnsw needs vectors, and the {profile} profile with --embedder"
@@ -354,7 +354,7 @@ async def _write_store(
         if choice.embedder is not None:
             chunks, quiet = report.chunks, args.quiet
             vectors = await store_vectors(
-                args.store, store, existing, chunks, choice.embedder, quiet
+                args.store, store, existing, chunks, choice.embedder, quiet, mine.embed_heading
             )
         version: int = await store.replace(report.chunks, vectors, also_remove=gone)
         if not args.hnsw:

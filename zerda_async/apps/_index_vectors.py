@@ -23,6 +23,7 @@ import numpy as np
 
 from zerda_async.apps._interrupt import check_interrupt, embedding_started, embedding_stopped
 from zerda_async.apps._progress import Progress
+from zerda_async.core.index.chunks import embedding_text
 from zerda_async.embedders import CachedEmbedder, VectorCache, cache_key
 
 __all__ = ["VECTOR_CACHE", "Embedding", "start_embedding", "store_cache_path", "store_vectors"]
@@ -102,10 +103,12 @@ async def store_vectors(
     chunks: Sequence[Any],
     embedder: Any,
     quiet: bool,
+    heading: bool = False,
 ) -> Any:
     """The vectors of ``chunks`` for the index store at ``url``, which holds ``doc_ids``.
 
-    Those the store or the cache holds are reused, the rest embedded.
+    Those the store or the cache holds are reused, the rest embedded (each
+    chunk's search heading first with ``heading``: ``retriever.embed_heading``).
 
     Embedding runs in a worker thread (the event loop keeps the store's
     connection alive), behind a progress line; the cache file keeps what an
@@ -113,7 +116,7 @@ async def store_vectors(
     """
     from zerda_async.stores import stored_vectors
 
-    texts = [c.text for c in chunks]
+    texts = [embedding_text(c, heading) for c in chunks]
     # The files' chunks as stored before (any chunking): their vectors are reused.
     stems = {str(c.doc_id).rsplit("#", 1)[0] for c in chunks}
     before = [d for d in doc_ids if d.rsplit("#", 1)[0] in stems]

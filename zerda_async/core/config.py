@@ -24,6 +24,13 @@ from typing import Any
 import msgspec
 
 from ..errors import ConfigError
+from .recommended import (
+    RECOMMENDED_BUDGETS,
+    RECOMMENDED_FUSION_DEPTH,
+    RECOMMENDED_MIN_QUERY_COVERAGE,
+    RECOMMENDED_MIN_VECTOR_MARGIN,
+    RECOMMENDED_RELEVANCE_FLOOR,
+)
 from .validation import validate_config
 
 __all__ = [
@@ -47,40 +54,6 @@ __all__ = [
     "config_from_toml",
     "config_to_json",
 ]
-
-RECOMMENDED_BUDGETS: tuple[int, int, int] = (2000, 4000, 6000)
-"""Context budgets (characters) of the recommended profile for low, medium, high complexity."""
-
-RECOMMENDED_RELEVANCE_FLOOR: float = 0.06
-"""The recommended profile's ``composer.relevance_floor`` (see ``bench/bench_packing.py``).
-
-Just above the 0.05 that the documented ranker's position factor alone gives a
-chunk, so a chunk needs some keyword or vector evidence to be packed.  It is on
-the ranker's ``composite_score`` scale: a different ranker needs its own value.
-"""
-
-RECOMMENDED_MIN_QUERY_COVERAGE: float = 0.15
-"""The recommended profile's ``composer.min_query_coverage`` (``bench/bench_quality.py``).
-
-An absolute relevance floor: below it the best chunk holds under 15% of the
-query's idf-weighted terms.  On ARCD and COVID-QA it flagged 0.5% / 0% of the
-answerable questions and 97.5% / 100% of the other language's questions; the
-best chunk of a same-language question on another topic often shares one common
-word, so only some of those are flagged (see docs/quality.md).
-"""
-
-RECOMMENDED_FUSION_DEPTH: int = 50
-"""The recommended profile's ``retriever.fusion_depth`` (candidates per method, convex fusion).
-
-Deeper than ``top_k`` (20) so a chunk ranked 20th-50th by both methods can be
-fused into the top 20; 50 measured above 20 and 30 and level with 100.
-"""
-
-RECOMMENDED_MIN_VECTOR_MARGIN: float = 0.05
-"""A fixed ``composer.min_vector_margin`` for multilingual-e5-small (``docs/hybrid.md``);
-the recommended profile takes the embedder's own calibration instead
-(``composer.embedder_floor``): a margin means something only on one model's scale.
-"""
 
 LengthCounter = Callable[[str], int]
 """Measures a text in the unit of the budget (characters by default, or tokens)."""
@@ -129,6 +102,10 @@ class RetrieverConfig(msgspec.Struct):
     neighbour_weight: float = 0.0
     """Convex fusion, in [0, 1]: how far a candidate's evidence rises toward its passage's
     (its neighbours: same ``source``, ``chunk`` +-1; ``core.retrieval.neighbours``)."""
+    embed_heading: bool = False
+    """True: the embedder reads a chunk as ``"<search_heading>: <text>"`` (its document title
+    and section path, as ``zerda index`` sets them; ``core.index.chunks.embedding_text``).
+    Read when chunks are embedded, so a saved index records it (``bench/bench_covid.py``)."""
 
 
 class FilterConfig(msgspec.Struct):

@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
 
+from zerda_async.core.index.chunks import embedding_text
 from zerda_async.core.models import SourceQuality
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
 from zerda_async.indexing import IndexLifecycle
@@ -135,7 +136,8 @@ class IndexMethods(EngineParts):
         embedder = self._state.query_embedder
         vectors = None
         if embedder is not None and items:
-            vectors = await embedder.embed_many([_chunk_text(c) for c in items])
+            heading = self._state.config.retriever.embed_heading
+            vectors = await embedder.embed_many([embedding_text(c, heading) for c in items])
         before = await store.count()
         if replace:
             await store.replace(items, vectors)
@@ -154,7 +156,3 @@ class IndexMethods(EngineParts):
         """
         self._check_open()
         await self._indexes.save(path)
-
-
-def _chunk_text(chunk: Any) -> Any:
-    return getattr(chunk, "text", None) or getattr(chunk, "page_content", "")

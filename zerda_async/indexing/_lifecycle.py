@@ -17,6 +17,7 @@ through :class:`IndexLifecycle`:
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -77,6 +78,7 @@ class IndexLifecycle:
                     runner.limiter,
                     progress,
                     analyzer=state.config.retriever.text_analyzer,
+                    embed_heading=state.config.retriever.embed_heading,
                 )
             except BaseException:
                 # The documented engine replaces the map before embedding can fail.
@@ -191,9 +193,14 @@ class IndexLifecycle:
             )
         state = self._state
         sources = dict(state.source_quality_map or {})
+        config = state.config
+        if config.retriever.embed_heading != live.embed_heading:
+            # The saved configuration says how the saved vectors were embedded.
+            config = copy.deepcopy(config)
+            config.retriever.embed_heading = live.embed_heading
         async with self._saving:
             await anyio.to_thread.run_sync(
-                save_index, path, live.corpus, state.config, sources, limiter=self._runner.limiter
+                save_index, path, live.corpus, config, sources, limiter=self._runner.limiter
             )
 
     async def restore(
@@ -205,7 +212,9 @@ class IndexLifecycle:
         """Install a loaded index into an engine that is not running yet.
 
         Raises :class:`IndexFormatError` naming both analysers when the index
-        was built with another text analyser than the configuration's.
+        was built with another text analyser than the configuration's, and
+        likewise for another ``retriever.embed_heading`` (the vectors were
+        embedded from other texts).
         """
         corpus = saved.corpus
         built_with = corpus.keyword.analyzer_name
@@ -217,6 +226,14 @@ class IndexLifecycle:
                 f" asks for {wanted!r}; load it with config=None or a configuration whose"
                 f" retriever.text_analyzer is {built_with!r}, or rebuild the index",
             )
+        heading = saved.config.retriever.embed_heading
+        if heading != self._state.config.retriever.embed_heading:
+            raise IndexFormatError(
+                saved.directory / MANIFEST_FILE,
+                f"the index was embedded with retriever.embed_heading {heading} but the"
+                f" configuration asks for {not heading}; load it with config=None or"
+                f" retriever.embed_heading = {heading}, or rebuild the index",
+            )
         vectors = corpus.vectors
         if vectors is not None and vectors.dtype != self.dtype:
             rows = await anyio.to_thread.run_sync(vectors.rows().astype, self.dtype)
@@ -224,7 +241,7 @@ class IndexLifecycle:
         embedder = None
         if embed_fn or batch_embed_fn:
             embedder = Embedder(embed_fn, batch_embed_fn, limiter=self._runner.limiter)
-        live = LiveIndex(corpus=corpus, embedder=embedder, adapter=None, dtype=self.dtype)
+        live = LiveIndex(corpus, embedder, None, self.dtype, embed_heading=heading)
         state = self._state
         state.source_quality_map = dict(saved.source_quality_map)
         state.epoch += 1

@@ -22,7 +22,7 @@ import numpy as np
 
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.index import CorpusIndex, VectorDType, unit_rows
-from zerda_async.core.index.chunks import chunk_text
+from zerda_async.core.index.chunks import embedding_text
 from zerda_async.core.index.vector_index import Matrix
 from zerda_async.core.retrieval import IndexRetriever, IndexSearches, VectorRetriever
 from zerda_async.embedders import Embedder, check_embeddings, check_query_vector
@@ -53,6 +53,8 @@ class LiveIndex:
     embedder: Embedder | None
     adapter: Any
     dtype: VectorDType
+    embed_heading: bool = False
+    """The embedder reads each chunk's search heading first (``retriever.embed_heading``)."""
 
     @property
     def query_embed_fn(self) -> Callable[[Any], Any] | None:
@@ -124,9 +126,8 @@ class LiveIndex:
                 "this index holds vectors but the engine has no embedder to embed new chunks"
                 " (pass embed_fn or batch_embed_fn to index() or load())"
             )
-        rows = await embed_rows(
-            self.embedder, [chunk_text(c) for c in chunks], self.dtype, limiter, None
-        )
+        texts = [embedding_text(c, self.embed_heading) for c in chunks]
+        rows = await embed_rows(self.embedder, texts, self.dtype, limiter, None)
         dim = self.corpus.vectors.dim
         if self.corpus.vectors.n_positions and rows.shape[1] != dim:
             raise EmbeddingError(
@@ -205,16 +206,19 @@ async def build_live_index(
     limiter: anyio.CapacityLimiter,
     progress: Progress | None = None,
     analyzer: str = "documented",
+    embed_heading: bool = False,
 ) -> LiveIndex:
     """Embed (when an embedder and no adapter is given) and index ``chunks``.
 
     ``progress(done, total)`` runs from 0 to ``len(chunks)`` while the corpus
     is embedded, then again while it is tokenised.  ``analyzer`` names the
-    keyword index's text analyser (``retriever.text_analyzer``).
+    keyword index's text analyser (``retriever.text_analyzer``); ``embed_heading``
+    gives the embedder each chunk's search heading first (``retriever.embed_heading``).
     """
     rows = None
     if embedder is not None and adapter is None:
-        rows = await embed_rows(embedder, [chunk_text(c) for c in chunks], dtype, limiter, progress)
+        texts = [embedding_text(c, embed_heading) for c in chunks]
+        rows = await embed_rows(embedder, texts, dtype, limiter, progress)
     total = len(chunks)
 
     def tokenised(done: int) -> None:
@@ -227,4 +231,6 @@ async def build_live_index(
         ),
         limiter=limiter,
     )
-    return LiveIndex(corpus=corpus, embedder=embedder, adapter=adapter, dtype=dtype)
+    return LiveIndex(
+        corpus=corpus, embedder=embedder, adapter=adapter, dtype=dtype, embed_heading=embed_heading
+    )

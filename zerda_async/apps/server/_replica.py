@@ -53,16 +53,31 @@ PROFILE_SETTING = "profile"
 
 @dataclass(frozen=True)
 class StoreProfile:
-    """The profile, text analyser and embedder an index store was built with."""
+    """The profile, text analyser and embedder an index store was built with.
+
+    ``embed_heading`` records ``retriever.embed_heading``: whether the vectors
+    were embedded from each chunk's search heading and text (records written
+    before it lack it: they were not).
+    """
 
     profile: str
     text_analyzer: str
     embedder: str
     embedder_params: dict[str, Any] = field(default_factory=dict)
+    embed_heading: bool = False
+
+    @classmethod
+    def built_with(cls, profile: str, name: str, embedder: Any) -> StoreProfile:
+        """The record of a store built now with ``profile`` and the embedder ``name``."""
+        retriever = profile_config(profile).retriever
+        params = {} if embedder is None else embedder.params()
+        return cls(profile, retriever.text_analyzer, name, params, retriever.embed_heading)
 
     def config(self) -> ContextEngineConfig:
         """A fresh configuration of the profile (the one the store's contexts come from)."""
-        return profile_config(self.profile)
+        config = profile_config(self.profile)
+        config.retriever.embed_heading = self.embed_heading
+        return config
 
     def make_embedder(self) -> Any:
         """The embedder of the store's vectors (``None``: keyword search only)."""
@@ -77,6 +92,8 @@ class StoreProfile:
         dim = self.embedder_params.get("dim")
         vectors = "keyword search only" if self.embedder == KEYWORD_ONLY else self.embedder
         extra = f" ({dim} dimensions)" if dim else ""
+        if self.embed_heading and self.embedder != KEYWORD_ONLY:
+            extra += ", headings embedded with the text"
         return f"{self.profile} profile, text analyser {self.text_analyzer}, {vectors}{extra}"
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SEARCH_HEADING", "chunk_doc_id", "chunk_metadata", "chunk_text", "keyword_text"]
+__all__ = [
+    "SEARCH_HEADING",
+    "chunk_doc_id",
+    "chunk_metadata",
+    "chunk_text",
+    "embedding_text",
+    "keyword_text",
+]
 
 SEARCH_HEADING = "search_heading"
 """The metadata key of a chunk's heading for keyword search (see :func:`keyword_text`)."""
@@ -45,4 +52,21 @@ def keyword_text(chunk: Any) -> Any:
     heading = metadata.get(SEARCH_HEADING) if isinstance(metadata, dict) else None
     if isinstance(heading, str) and heading and isinstance(text, str):
         return f"{heading}\n{text}"
+    return text
+
+
+def embedding_text(chunk: Any, heading: bool) -> Any:
+    """What an embedder reads of ``chunk``: with ``heading``, ``"<search heading>: <text>"``.
+
+    ``retriever.embed_heading`` turns this on: the passage vector then carries
+    the document title and section path besides the chunk's words.  A chunk
+    without a ``search_heading`` (or ``heading`` False) is :func:`chunk_text`.
+    """
+    text = chunk_text(chunk)
+    if not heading:
+        return text
+    metadata = chunk_metadata(chunk)
+    found = metadata.get(SEARCH_HEADING) if isinstance(metadata, dict) else None
+    if isinstance(found, str) and found and isinstance(text, str):
+        return f"{found}: {text}"
     return text

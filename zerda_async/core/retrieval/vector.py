@@ -18,10 +18,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..config import ContextEngineConfig, RetrieverConfig
 from ..filter_language import Condition, matches
+from ..index.chunks import embedding_text
 from ..index.metadata_index import MetadataIndex
 from ..index.vector_index import COSINE_DECIMALS, VectorIndex
 from ..models import RetrievalMethod, ScoredChunk
-from ._common import HashMemo, MetadataMasks, chunk_metadata, chunk_text, live_items, stable_top
+from ._common import HashMemo, MetadataMasks, chunk_metadata, live_items, stable_top
 
 __all__ = ["COSINE_DECIMALS", "BatchEmbedFn", "EmbedFn", "QueryCheck", "VectorRetriever"]
 
@@ -124,6 +125,9 @@ class VectorRetriever:
     ) -> None:
         """Embed every chunk's text and replace the in-memory index.
 
+        With ``retriever.embed_heading`` the embedder reads each chunk's search
+        heading before its text (``core.index.chunks.embedding_text``).
+
         ``embed_fn`` is called once per chunk unless ``batch_embed_fn`` is given,
         in which case it is called once with all texts (and also embeds queries
         when ``embed_fn`` is ``None``).  Errors from the embedding functions and
@@ -131,7 +135,7 @@ class VectorRetriever:
         index then stays in place.
         """
         items = list(chunks)
-        texts = [chunk_text(chunk) for chunk in items]
+        texts = [embedding_text(chunk, self.cfg.embed_heading) for chunk in items]
         if not items:
             matrix = np.zeros((0, 0), dtype=np.float64)
         elif batch_embed_fn is not None:
