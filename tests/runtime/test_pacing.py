@@ -37,14 +37,14 @@ async def _order_around_a_timer(pacer: LoopPacer) -> list[str]:
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_a_second_turn_waits_for_the_timers_due_after_the_first(pacing_on: None) -> None:
-    assert LoopPacer.active()
+    assert LoopPacer().active()
     assert await _order_around_a_timer(LoopPacer()) == ["first", "timer", "second"]
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_switched_off_a_turn_is_given_at_once(pacing_on: None) -> None:
     set_loop_pacing(False)
-    assert not LoopPacer.active()
+    assert not LoopPacer().active()
     assert await _order_around_a_timer(LoopPacer()) == ["first", "second", "timer"]
 
 
@@ -70,7 +70,7 @@ async def test_turns_alternate_between_tasks_and_all_of_them_run(pacing_on: None
 @pytest.mark.parametrize("anyio_backend", ["trio"])
 async def test_trio_is_not_paced(pacing_on: None) -> None:
     pacer = LoopPacer()
-    assert not LoopPacer.active()
+    assert not LoopPacer().active()
     with anyio.fail_after(5):
         for _ in range(3):
             await pacer.turn()  # returns at once: no second iteration needed

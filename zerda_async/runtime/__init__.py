@@ -18,15 +18,20 @@ from zerda_async.runtime._scan_threads import (
     scan_threads,
     set_scan_blas_threads,
 )
+from zerda_async.runtime._steps import SLICE_MS, Slice, Steps, finish, timed_steps
 from zerda_async.runtime._threads import run_in_thread
 
 __all__ = [
     "CROWDED_THRESHOLD_MS",
     "OFFLOAD_MIN_CORPUS",
+    "SLICE_MS",
     "SMALL_SCAN",
     "LoopPacer",
     "OffloadPolicy",
+    "Slice",
+    "Steps",
     "default_threshold_ms",
+    "finish",
     "free_cores",
     "loop_pacing",
     "run_in_thread",
@@ -35,4 +40,5 @@ __all__ = [
     "scan_threads",
     "set_loop_pacing",
     "set_scan_blas_threads",
+    "timed_steps",
 ]

@@ -99,6 +99,10 @@ class OffloadPolicy:
         self.crowded_threshold_ms = min(crowded_threshold_ms, self.threshold_ms)
         self.min_corpus = min_corpus
         self.average_ms: float | None = None
+        # The largest piece of a run in pieces (a paced run, or a thread's
+        # run timed piece by piece), as a moving average: what a paced run
+        # blocks the loop for at a time.
+        self.largest_ms: float | None = None
         # True when the group calls caller code that may block on I/O (a plain
         # query embedder, a vector-store adapter, an injected retriever): it
         # then always runs in a worker thread, so a slow or hung call never
@@ -113,8 +117,9 @@ class OffloadPolicy:
 
         ``crowded``: other requests are in flight, so inline work of theirs
         may run in the same loop iteration (:data:`CROWDED_THRESHOLD_MS`),
-        unless ``paced``: a :class:`~._pacing.LoopPacer` lets one group run
-        per iteration, so the lone-request budget holds again.
+        unless ``paced``: a :class:`~._pacing.LoopPacer` lets one piece of
+        the group run per iteration, so the lone-request budget holds again,
+        for its largest piece (:meth:`observe`).
         """
         if self.forced is not None:
             return self.forced
@@ -122,7 +127,10 @@ class OffloadPolicy:
             return True
         if self.average_ms is None:
             return corpus_size >= self.min_corpus
-        limit = self.crowded_threshold_ms if crowded and not paced else self.threshold_ms
+        if paced:
+            largest = self.average_ms if self.largest_ms is None else self.largest_ms
+            return largest > self.threshold_ms
+        limit = self.crowded_threshold_ms if crowded else self.threshold_ms
         return self.average_ms > limit
 
     def over_crowded_budget(self) -> bool:
@@ -133,12 +141,21 @@ class OffloadPolicy:
         """
         return self.average_ms is not None and self.average_ms > self.crowded_threshold_ms
 
-    def observe(self, cost_ms: float) -> None:
-        """Record the measured cost of one run of the group (without the hop)."""
-        if self.average_ms is None:
-            self.average_ms = cost_ms
-        else:
-            self.average_ms = 0.8 * self.average_ms + 0.2 * cost_ms
+    def observe(self, cost_ms: float, largest_ms: float | None = None) -> None:
+        """Record the measured cost of one run of the group (without the hop).
+
+        ``largest_ms``: the run went in pieces (``runtime.timed_steps``) and
+        this was its largest; ``None`` for a run in one piece, which says
+        nothing about the pieces.
+        """
+        self.average_ms = _average(self.average_ms, cost_ms)
+        if largest_ms is not None:
+            self.largest_ms = _average(self.largest_ms, largest_ms)
+
+
+def _average(average: float | None, value: float) -> float:
+    """The moving average of the costs observed, ``value`` the latest."""
+    return value if average is None else 0.8 * average + 0.2 * value
 
 
 async def run_placed(
