@@ -140,7 +140,7 @@ async def serve_rounds(n_chunks: int, variants: list[str]) -> None:
     embedders = []
     async with AsyncExitStack() as stack:
         for name in variants:
-            extra = {"loop_pacing": False} if name == UNPACED else {}
+            extra: dict[str, Any] = {"loop_pacing": False} if name == UNPACED else {}
             engine = await stack.enter_async_context(
                 AsyncContextEngine(ContextEngineConfig(), max_in_flight=REQUESTS, **extra)
             )

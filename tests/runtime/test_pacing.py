@@ -8,7 +8,15 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from zerda_async.runtime import LoopPacer, OffloadPolicy, loop_pacing, set_loop_pacing
+from zerda_async.runtime import (
+    LoopPacer,
+    OffloadPolicy,
+    Steps,
+    finish,
+    loop_pacing,
+    set_loop_pacing,
+    timed_steps,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -87,3 +95,60 @@ def test_paced_crowded_work_gets_the_lone_budget() -> None:
     assert policy.should_offload(100_000, crowded=True)
     assert not policy.should_offload(100_000, crowded=True, paced=True)
     assert not policy.should_offload(100_000)
+
+
+def test_paced_work_is_judged_by_its_largest_piece() -> None:
+    policy = OffloadPolicy(None, min_corpus=20_000)
+    # 30 ms in all, in pieces of 2 ms: inline when paced, not otherwise.
+    policy.observe(30.0, largest_ms=2.0)
+    assert not policy.should_offload(100_000, crowded=True, paced=True)
+    assert policy.should_offload(100_000, crowded=True)
+    assert policy.should_offload(100_000)
+    # A run in one piece says nothing about the pieces: the largest stays.
+    policy.observe(30.0)
+    assert policy.largest_ms == 2.0
+    # Pieces growing past the lone budget send the paced work to a thread.
+    for _ in range(20):
+        policy.observe(30.0, largest_ms=3 * policy.threshold_ms)
+    assert policy.should_offload(100_000, crowded=True, paced=True)
+
+
+def test_without_pieces_measured_paced_work_is_judged_whole() -> None:
+    policy = OffloadPolicy(None, min_corpus=20_000)
+    policy.observe(2 * policy.threshold_ms)
+    assert policy.largest_ms is None
+    assert policy.should_offload(100_000, crowded=True, paced=True)
+
+
+def _counting(n: int, log: list[int]) -> Steps[int]:
+    for i in range(n):
+        log.append(i)
+        yield
+    return n * 10
+
+
+def test_finish_runs_every_piece_and_returns_the_result() -> None:
+    log: list[int] = []
+    assert finish(_counting(4, log)) == 40
+    assert log == [0, 1, 2, 3]
+
+
+def test_a_zero_slice_runs_one_piece_at_a_time() -> None:
+    log: list[int] = []
+    steps = _counting(3, log)
+    slices = []
+    while True:
+        piece = timed_steps(steps, 0.0)
+        slices.append(len(log))
+        if piece.done:
+            break
+    # Three pieces, then the return: each slice ran one more piece.
+    assert slices == [1, 2, 3, 3]
+
+
+def test_a_long_slice_runs_every_piece_at_once() -> None:
+    log: list[int] = []
+    piece = timed_steps(_counting(5, log), 60_000.0)
+    assert piece.done
+    assert log == [0, 1, 2, 3, 4]
+    assert piece.cost_ms >= 0.0

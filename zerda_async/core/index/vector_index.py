@@ -18,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from zerda_async.runtime import Steps, finish, scan_threads
+from zerda_async.runtime import SMALL_SCAN, Steps, finish, scan_threads
 
 from .segments import trailing_merge_count
 
@@ -34,13 +34,14 @@ __all__ = [
 COSINE_DECIMALS = 12
 """Decimals kept from every in-memory cosine similarity."""
 
-STEP_WORK = 2_000_000
+STEP_WORK = SMALL_SCAN
 """Multiply-adds in one piece of a stepped scan (:meth:`VectorIndex.similarity_steps`).
 
-About 2 ms of float64 scan on the 2-core machine of ``bench/bench_loop_stall.py``
-(the product reads memory faster than it multiplies), so a paced request lets
-a waiting timer run every 2 ms at 100,000 chunks x 64 dims instead of after
-its whole 7 ms scan.
+About 1 ms of float64 scan on the 2-core machine of ``bench/bench_loop_stall.py``
+(the product is bound by memory reads), so a paced request lets a waiting
+timer run about every millisecond at 100,000 chunks x 64 dims instead of after
+its whole 6-7 ms scan.  Being at most ``SMALL_SCAN``, a block scans on one
+BLAS thread: no helper thread spins on a core another request needs.
 """
 
 BLOCK_ALIGN = 64
@@ -149,6 +150,7 @@ class VectorIndex:
         """
         query = np.asarray(query_vector, dtype=np.float64).flatten()
         q_norm = float(np.linalg.norm(query))
+        sims: NDArray[np.float64]
         if q_norm == 0:
             sims = np.zeros(self.n_positions, dtype=np.float64)
         else:
@@ -156,7 +158,7 @@ class VectorIndex:
             dim = max(1, unit_query.shape[0])
             # One-shot: the whole scan's size picks the BLAS threads, as one product would.
             whole = self.n_positions * dim if step_work <= 0 else 0
-            parts = []
+            parts: list[Matrix] = []
             for segment in self.segments:
                 n = int(segment.shape[0])
                 block = _block_rows(step_work, dim) if step_work > 0 else max(1, n)
@@ -169,7 +171,8 @@ class VectorIndex:
                     with scan_threads(whole or int(rows.shape[0]) * dim):
                         parts.append(rows @ unit_query)
             raw = parts[0] if len(parts) == 1 else np.concatenate(parts)
-            sims = np.round(raw.astype(np.float64, copy=False), COSINE_DECIMALS)
+            exact: NDArray[np.float64] = raw.astype(np.float64, copy=False)
+            sims = np.round(exact, COSINE_DECIMALS)
         if self.live is None:
             return None, sims
         positions = np.flatnonzero(self.live)
