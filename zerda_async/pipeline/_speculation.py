@@ -169,7 +169,11 @@ class Speculation:
             return
         job = request.job
         offload, paced = self._placement()
-        if offload:
+        if offload and not self.pacer.active():
+            self.policy.observe(
+                await run_in_thread(apply_group, job, self.state, stages, limiter=self.limiter)
+            )
+        elif offload:
             # In pieces inside the thread too, timed one by one: the policy
             # learns the largest piece, which decides whether a paced run fits.
             spent, largest = await run_in_thread(
