@@ -35,7 +35,7 @@ Method
 
 Target (issue 18, item 10): worst lateness <= 15 ms at 100,000 chunks, with
 throughput no lower than the baseline's.  Run
-``.venv/bin/python bench/bench_loop_stall.py`` (~3 min; ``--quick`` for one
+``.venv/bin/python bench/bench_loop_stall.py`` (~5 min; ``--quick`` for one
 round; ``--chunks 10000`` to check that smaller corpora keep their speed).
 Outputs a table on stdout and ``bench/out/loop_stall.md``.
 """
