@@ -4,7 +4,9 @@ Workers take requests off the speculation stream and apply the speculative
 stages (analysis, retrieval, source quality, filter, rank; the query
 embedding is usually applied before, by the embedding phase) for the raw
 query, recording them in the job's :class:`~._job.Ahead`.  Consecutive sync
-stages run as one group, on the event loop or in one worker-thread hop as the
+stages run as one group, on the event loop, on it in pieces paced by a
+:class:`~zerda_async.runtime.LoopPacer` (one slice of pieces per loop
+iteration), or in one worker-thread hop, as the
 :class:`~._offload.OffloadPolicy` says; a stage that awaits is awaited.
 
 The commit phase calls :meth:`Speculation.apply` again, before a request's
