@@ -43,8 +43,8 @@ concurrent requests at 100,000 chunks (about 8 ms of CPU each,
 ``bench/bench_loop_stall.py``): unpaced at the lone budget, a 10 ms heartbeat
 woke 37-240 ms late; at this budget a few ms late but at about half the
 throughput (the worker threads' GIL hand-offs double the CPU per request);
-paced whole, about one group late; paced in pieces, a p99 of 8.5-13.6 ms at
-the same throughput or up to 10 % below it.  Requests over 10,000 chunks or
+paced whole, about one group late; paced in pieces, a p99 of 3.4-13.6 ms at
+the same throughput or up to 13 % below it.  Requests over 10,000 chunks or
 fewer (about 1 ms of work each) stay inline, where they run fastest.
 """
 
