@@ -63,6 +63,8 @@ def _paced(engine: AsyncContextEngine) -> AsyncContextEngine:
     # fit the lone budget: the paced path, whatever the machine's speed.
     engine._runner.policy.crowded_threshold_ms = 0.0
     engine._runner.policy.threshold_ms = 1e9
+    # A machine with a free core sends crowded groups to threads instead.
+    engine._runner.speculation.spare_core = lambda: False
     return engine
 
 

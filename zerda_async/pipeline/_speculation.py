@@ -28,7 +28,7 @@ from zerda_async.pipeline._requests import Phase, Request
 from zerda_async.pipeline._stages import Stage
 from zerda_async.pipeline._state import EngineState
 from zerda_async.pipeline._walker import apply_stage_async
-from zerda_async.runtime import LoopPacer, run_in_thread, timed_steps
+from zerda_async.runtime import LoopPacer, run_in_thread, spare_core, timed_steps
 
 __all__ = ["Speculation"]
 
@@ -59,6 +59,9 @@ class Speculation:
         # One inline piece of work per loop iteration (runtime._pacing);
         # ``loop_pacing`` None follows the process-wide switch.
         self.pacer = LoopPacer(loop_pacing)
+        # True when a core is free for a worker thread (runtime.spare_core);
+        # tests pin it.
+        self.spare_core: Callable[[], bool] = spare_core
 
     async def worker(self, recv: MemoryObjectReceiveStream[Request]) -> None:
         """One speculation worker: apply each request's speculative stages, in arrival order."""
@@ -113,10 +116,16 @@ class Speculation:
         in pieces, one per loop iteration, and may stay inline while its
         largest piece is within the lone-request budget.  Other requests in
         flight or not: a lone request's long group would hold up the caller's
-        own timers and sockets just the same.
+        own timers and sockets just the same.  But while others are in
+        flight and a core is free, the group is not paced and goes to a
+        worker thread, whose GIL-free scan then runs beside the loop
+        (:data:`~zerda_async.runtime.SPARE_CORE`).
         """
+        crowded = self.crowded()
         paced = self.policy.over_crowded_budget() and self.pacer.active()
-        return self.policy.should_offload(self.corpus_size, self.crowded(), paced), paced
+        if paced and crowded and self.spare_core():
+            paced = False
+        return self.policy.should_offload(self.corpus_size, crowded, paced), paced
 
     def _ahead_for(self, job: Job, query: Any) -> Ahead:
         """The job's speculation record for ``query``, keeping what still holds."""
