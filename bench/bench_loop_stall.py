@@ -19,7 +19,8 @@ Method
   measures one round each time the parent asks, the parent alternating the
   children round by round so that the machine's other load hits both alike.
   This tree also runs with ``loop_pacing=False`` (its groups then go to a
-  worker thread whenever others are in flight and they cost over 2 ms).
+  worker thread whenever others are in flight and they cost over 2 ms; by
+  default only while a core is free, else they are paced in pieces).
   ``--no-baseline`` measures this tree only.
 * Warm-up: each engine runs one unmeasured round of 256 other queries after
   indexing, so its offload policy has measured the stage groups (a fresh

@@ -97,7 +97,8 @@ class AsyncContextEngine(IndexMethods, StateMethods):
     see :func:`zerda_async.pipeline.default_threshold_ms` and
     :data:`zerda_async.runtime.CROWDED_THRESHOLD_MS`).  A threshold given here
     applies in both cases.  ``loop_pacing`` (asyncio only): a group over 2 ms
-    runs in pieces, one per event-loop iteration, and stays inline while its
+    runs in pieces, one per event-loop iteration (in a thread instead while
+    others are in flight and a core is free), and stays inline while its
     largest piece fits the budget, so a due timer waits for about one piece
     (docs/performance.md); ``None`` follows the process-wide switch
     (``zerda_async.runtime.set_loop_pacing``, ``ZERDA_LOOP_PACING``; on by
