@@ -8,13 +8,16 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
+import zerda_async.runtime._offload_policy as offload_policy_module
 from zerda_async.runtime import (
+    SPARE_CORE,
     LoopPacer,
     OffloadPolicy,
     Steps,
     finish,
     loop_pacing,
     set_loop_pacing,
+    spare_core,
     timed_steps,
 )
 
@@ -152,3 +155,13 @@ def test_a_long_slice_runs_every_piece_at_once() -> None:
     assert piece.done
     assert log == [0, 1, 2, 3, 4]
     assert piece.cost_ms >= 0.0
+
+
+@pytest.mark.parametrize(
+    ("free", "spare"), [(2.0, True), (SPARE_CORE, True), (SPARE_CORE / 2, False), (None, False)]
+)
+def test_a_spare_core_is_one_the_machine_leaves_idle(
+    monkeypatch: pytest.MonkeyPatch, free: float | None, spare: bool
+) -> None:
+    monkeypatch.setattr(offload_policy_module, "free_cores", lambda: free)
+    assert spare_core() is spare
