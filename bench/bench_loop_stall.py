@@ -13,48 +13,57 @@ Method
   reported beside the throughput (256 / wall time of ``run_many``) and the
   process CPU time per request (``time.process_time`` over the run / 256,
   which other processes' load disturbs less than wall time).
-* Compared in the same run, one engine each over the same corpus, rounds
-  interleaved so machine noise hits all alike:
-
-  - **after**: the default offload policy with loop pacing (``LoopPacer``:
-    at most one inline stage group per event-loop iteration while other
-    requests are in flight, so the lone-request budget of 10 ms applies at
-    any concurrency);
-  - **paced, never offloaded**: ``offload="inline"`` with pacing, to show
-    what groups whose measured cost crosses the 10 ms budget (and go to a
-    worker thread) cost the loop;
-  - **unpaced 2 ms**: the policy of main at fb16b17 (no pacing; a group runs
-    inline up to ``CROWDED_THRESHOLD_MS``, 2 ms, while other requests are in
-    flight, 10 ms alone);
-  - **before**: ``offload_threshold_ms=default_threshold_ms()`` without
-    pacing, the rule before that (10 ms inline whatever the concurrency);
-  - **idle**: the heartbeat alone for the same time (what the machine's other
-    load costs the loop; lateness above it is ours).
-
+* **Two revisions in the same run**: this tree and ``--baseline`` (default
+  ``main``; its ``zerda_async`` and ``sync_api`` extracted with ``git
+  archive``), each in a child process that indexes the corpus once and then
+  measures one round each time the parent asks, the parent alternating the
+  children round by round so that the machine's other load hits both alike.
+  This tree also runs with ``loop_pacing=False`` (its groups then go to a
+  worker thread whenever others are in flight and they cost over 2 ms; by
+  default only while a core is free, else they are paced in pieces).
+  ``--no-baseline`` measures this tree only.
+* Warm-up: each engine runs one unmeasured round of 256 other queries after
+  indexing, so its offload policy has measured the stage groups (a fresh
+  engine offloads every group to a thread until then, from 20,000 chunks).
+* **idle heartbeat**: the heartbeat alone in the parent, for a round's median
+  wall time, after every round: what the machine's other load costs any
+  loop; lateness above it is the engine's.
+* Output digest: SHA-256 over every result's context, so the revisions show
+  that they returned the same contexts.
 * ``gc.freeze()`` after indexing: the interpreter's full collection of the
   100,000 chunk objects (~100 ms, see ``bench_async.py`` (c)) is not what is
   measured here.
 
 Target (issue 18, item 10): worst lateness <= 15 ms at 100,000 chunks, with
-throughput no lower than before.  Run ``.venv/bin/python bench/bench_loop_stall.py``
-(~2 min; ``--quick`` for one round; ``--chunks 10000`` to check that smaller
-corpora keep their inline speed).  Outputs a table on stdout and
-``bench/out/loop_stall.md``.
+throughput no lower than the baseline's.  Run
+``.venv/bin/python bench/bench_loop_stall.py`` (~5 min; ``--quick`` for one
+round; ``--chunks 10000`` to check that smaller corpora keep their speed).
+Outputs a table on stdout and ``bench/out/loop_stall.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
+import io
+import json
+import os
 import statistics
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# A child measuring another revision gets that tree first on the path.
+sys.path.insert(
+    0, os.environ.get("ZERDA_BENCH_TREE") or str(Path(__file__).resolve().parent.parent)
+)
 
 import anyio
 import numpy as np
@@ -72,15 +81,13 @@ from _common import (
 )
 from numpy.typing import NDArray
 
-from sync_api import ContextEngineConfig
-from zerda_async import AsyncContextEngine
-from zerda_async.runtime import CROWDED_THRESHOLD_MS, default_threshold_ms, set_loop_pacing
-
+_HERE = Path(__file__).resolve().parent
 EMBED_DELAY = 0.020
 HEARTBEAT = 0.010
 REQUESTS = 256
 TARGET_LATE_MS = 15.0
-AFTER = "after (default: paced, 10 ms inline budget)"
+THIS = "this tree"
+UNPACED = "this tree, loop_pacing=False"
 
 
 class SleepyBatchEmbedder:
@@ -119,111 +126,209 @@ async def with_heartbeat(workload: Any) -> tuple[list[float], float]:
     return late, wall
 
 
-async def measure(n_chunks: int, rounds: int) -> tuple[list[list[Any]], dict[str, Any]]:
-    """Interleaved rounds of every variant; the table rows and the raw figures."""
+# -- child: one revision, one engine per variant, a round whenever the parent asks ---------
+
+
+async def serve_rounds(n_chunks: int, variants: list[str]) -> None:
+    """Index once per variant, then measure one round per line read from stdin."""
+    from sync_api import ContextEngineConfig
+    from zerda_async import AsyncContextEngine
+
     corpus = make_corpus(n_chunks)
     base = HashedEmbedder(64)
     base.matrix([c.text for c in corpus])  # warm the token memo (not timed)
-    # name -> (engine keywords, loop pacing on)
-    variants: dict[str, tuple[dict[str, Any], bool]] = {
-        AFTER: ({}, True),
-        "paced, never offloaded (offload='inline')": ({"offload": "inline"}, True),
-        f"unpaced, crowded budget {CROWDED_THRESHOLD_MS:g} ms (fb16b17)": ({}, False),
-        "before (10 ms inline at any concurrency, unpaced)": (
-            {"offload_threshold_ms": default_threshold_ms()},
-            False,
-        ),
-    }
-    late: dict[str, list[float]] = {name: [] for name in [*variants, "idle heartbeat"]}
-    rates: dict[str, list[float]] = {name: [] for name in variants}
-    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    engines = {}
+    embedders = []
     async with AsyncExitStack() as stack:
-        engines = {}
-        for name, (kwargs, _) in variants.items():
-            embedder = SleepyBatchEmbedder(base)
+        for name in variants:
+            extra: dict[str, Any] = {"loop_pacing": False} if name == UNPACED else {}
             engine = await stack.enter_async_context(
-                AsyncContextEngine(ContextEngineConfig(), max_in_flight=REQUESTS, **kwargs)
+                AsyncContextEngine(ContextEngineConfig(), max_in_flight=REQUESTS, **extra)
             )
+            embedder = SleepyBatchEmbedder(base)
             await engine.index(corpus, batch_embed_fn=embedder)
-            embedder.delay = EMBED_DELAY
+            embedders.append(embedder)
             engines[name] = engine
-            print(f"  indexed {n_chunks:,} chunks for {name}", flush=True)
+        for embedder in embedders:
+            embedder.delay = EMBED_DELAY
+        for engine in engines.values():  # warm-up: the placement learns the costs
+            await engine.run_many(make_queries(REQUESTS, seed=800), concurrency=REQUESTS)
         gc.collect()
         gc.freeze()
+        _reply({"ready": True})
+        while True:
+            line = sys.stdin.readline()  # blocks the loop between rounds only
+            if not line.strip():
+                break
+            order = json.loads(line)
+            engine = engines[order["variant"]]
+            queries = make_queries(REQUESTS, seed=900 + order["round"])
+            results: list[Any] = []
+
+            async def load(
+                engine: Any = engine, queries: list[str] = queries, results: list[Any] = results
+            ) -> None:
+                results.extend(await engine.run_many(queries, concurrency=REQUESTS))
+
+            cpu = time.process_time()
+            beats, wall = await with_heartbeat(load)
+            cpu_ms = (time.process_time() - cpu) * 1000 / REQUESTS
+            digest = hashlib.sha256("\x00".join(r.context for r in results).encode()).hexdigest()
+            _reply({"beats": beats, "wall": wall, "cpu_ms": cpu_ms, "digest": digest[:12]})
+        gc.unfreeze()
+
+
+def _reply(message: dict[str, Any]) -> None:
+    print(json.dumps(message), flush=True)
+
+
+# -- parent: the children, alternated round by round -------------------------------------
+
+
+class Child:
+    """A child process serving rounds for one revision (``tree``) and its ``variants``."""
+
+    def __init__(self, tree: Path, n_chunks: int, variants: list[str]) -> None:
+        env = {**os.environ, "ZERDA_BENCH_TREE": str(tree), "PYTHONPATH": str(tree)}
+        command = [sys.executable, __file__, "--child", "--chunks", str(n_chunks)]
+        command += ["--variants", json.dumps(variants)]
+        self.process = subprocess.Popen(
+            command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def _read(self) -> dict[str, Any]:
+        out: IO[str] | None = self.process.stdout
+        assert out is not None
+        line = out.readline()
+        if not line:
+            raise RuntimeError(f"a bench child exited with status {self.process.wait()}")
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def ready(self) -> None:
+        self._read()
+
+    def round(self, variant: str, round_no: int) -> dict[str, Any]:
+        stdin = self.process.stdin
+        assert stdin is not None
+        stdin.write(json.dumps({"variant": variant, "round": round_no}) + "\n")
+        stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait()
+
+
+def _extract(revision: str) -> tempfile.TemporaryDirectory[str]:
+    """``zerda_async`` and ``sync_api`` of ``revision`` in a temporary directory."""
+    tmp = tempfile.TemporaryDirectory(prefix="zerda-baseline-")
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", revision, "zerda_async", "sync_api"],
+        cwd=_HERE.parent,
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tmp.name, filter="data")
+    return tmp
+
+
+def _idle(seconds: float) -> list[float]:
+    async def idle() -> None:
+        await anyio.sleep(seconds)
+
+    async def measured() -> list[float]:
+        beats, _ = await with_heartbeat(idle)
+        return beats
+
+    return anyio.run(measured)
+
+
+def measure(n_chunks: int, rounds: int, baseline: str | None) -> tuple[list[list[Any]], float]:
+    """Alternated rounds of every (revision, variant); the table rows and this tree's worst."""
+    tmp = _extract(baseline) if baseline else None
+    children: dict[str, tuple[Child, str]] = {}
+    try:
+        this = Child(_HERE.parent, n_chunks, [THIS, UNPACED])
+        children = {THIS: (this, THIS), UNPACED: (this, UNPACED)}
+        if tmp is not None:
+            base = Child(Path(tmp.name), n_chunks, [THIS])
+            children[f"baseline {baseline}"] = (base, THIS)
+        for child in {id(c): c for c, _ in children.values()}.values():
+            child.ready()
+        print(f"  indexed {n_chunks:,} chunks in every child", flush=True)
+        data: dict[str, list[dict[str, Any]]] = {name: [] for name in children}
+        idle: list[float] = []
         for round_no in range(rounds):
-            queries = make_queries(REQUESTS, seed=900 + round_no)
-            walls = []
-            for name, engine in engines.items():
-
-                async def load(
-                    engine: AsyncContextEngine = engine,
-                    queries: list[str] = queries,
-                    name: str = name,
-                ) -> None:
-                    started = time.process_time()
-                    await engine.run_many(queries, concurrency=REQUESTS)
-                    cpu[name].append((time.process_time() - started) * 1000 / REQUESTS)
-
-                set_loop_pacing(variants[name][1])
-                beats, wall = await with_heartbeat(load)
-                late[name].extend(beats)
-                rates[name].append(REQUESTS / wall)
-                walls.append(wall)
+            names = list(children) if round_no % 2 == 0 else list(reversed(children))
+            for name in names:
+                child, variant = children[name]
+                result = child.round(variant, round_no)
+                data[name].append(result)
                 print(
-                    f"  round {round_no + 1}: {name}: {REQUESTS / wall:.0f} q/s, "
-                    f"max late {max(beats):.1f} ms",
+                    f"  round {round_no + 1}: {name}: {REQUESTS / result['wall']:.0f} q/s, "
+                    f"max late {max(result['beats']):.1f} ms ({describe_load()})",
                     flush=True,
                 )
-            idle_s = statistics.median(walls)
-
-            async def idle(seconds: float = idle_s) -> None:
-                await anyio.sleep(seconds)
-
-            beats, _ = await with_heartbeat(idle)
-            late["idle heartbeat"].extend(beats)
-        gc.unfreeze()
-        set_loop_pacing(True)
+            idle.extend(_idle(statistics.median(r["wall"] for v in data.values() for r in v)))
+    finally:
+        for child in {id(c): c for c, _ in children.values()}.values():
+            child.close()
+        if tmp is not None:
+            tmp.cleanup()
     rows = []
-    for name, beats in late.items():
-        rate = rates.get(name)
-        spent = cpu.get(name)
+    for name, results in data.items():
+        beats = [b for r in results for b in r["beats"]]
+        rates = [REQUESTS / r["wall"] for r in results]
         rows.append(
             [
                 name,
-                f"{statistics.median(rate):.0f}" if rate else "-",
-                f"{min(rate):.0f}-{max(rate):.0f}" if rate else "-",
-                f"{statistics.median(spent):.2f}" if spent else "-",
+                f"{statistics.median(rates):.0f}",
+                f"{min(rates):.0f}-{max(rates):.0f}",
+                f"{statistics.median(r['cpu_ms'] for r in results):.2f}",
                 len(beats),
                 max(beats),
                 percentile(beats, 99),
                 statistics.median(beats),
+                ",".join(sorted({r["digest"] for r in results})),
             ]
         )
-    return rows, {"late": late, "rates": rates}
+    idle_row = ["idle heartbeat", "-", "-", "-", len(idle), max(idle), percentile(idle, 99)]
+    rows.append([*idle_row, statistics.median(idle), "-"])
+    return rows, max(b for r in data[THIS] for b in r["beats"])
 
 
 def main() -> None:
     """Parse the options, measure, print and save the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one round instead of three")
+    parser.add_argument("--quick", action="store_true", help="one round instead of four")
     parser.add_argument("--chunks", type=int, default=100_000, help="corpus size")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 3, quick 1)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 4, quick 1)")
+    parser.add_argument("--baseline", default="main", help="git revision to compare with")
+    parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--variants", default="[]", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    rounds = args.rounds or (1 if args.quick else 3)
+    if args.child:
+        anyio.run(serve_rounds, args.chunks, json.loads(args.variants))
+        return
+    rounds = args.rounds or (1 if args.quick else 4)
+    baseline = None if args.no_baseline else args.baseline
     header = [
         f"Machine: {describe_machine()}",
-        f"Code: {describe_revision()}; {describe_load()} at start",
+        f"Code: {describe_revision()} against {baseline or 'nothing'}; {describe_load()} at start",
         f"Method: {REQUESTS} concurrent requests (run_many, concurrency {REQUESTS}), "
         f"{args.chunks:,} chunks x 64 dims, 20 ms coroutine batch embedder, "
-        f"10 ms heartbeat; {rounds} interleaved round(s) per variant; "
-        f"crowded inline budget {CROWDED_THRESHOLD_MS} ms unpaced, lone (and paced) "
-        f"{default_threshold_ms()} ms",
+        f"10 ms heartbeat; {rounds} alternated round(s) per row, one child process "
+        "per revision",
     ]
     print("\n".join(header), flush=True)
-    rows, data = anyio.run(measure, args.chunks, rounds)
+    rows, worst = measure(args.chunks, rounds, baseline)
     table = format_table(
         [
-            "variant",
+            "revision",
             "throughput q/s (median)",
             "range q/s",
             "CPU ms/request",
@@ -231,13 +336,13 @@ def main() -> None:
             "max late ms",
             "p99 late ms",
             "median late ms",
+            "contexts sha256",
         ],
         rows,
     )
-    after = max(data["late"][AFTER])
     verdict = (
-        f"Worst lateness with the default policy: {after:.1f} ms -> target <= "
-        f"{TARGET_LATE_MS:.0f} ms {'MET' if after <= TARGET_LATE_MS else 'MISSED'} "
+        f"Worst lateness of this tree: {worst:.1f} ms -> target <= "
+        f"{TARGET_LATE_MS:.0f} ms {'MET' if worst <= TARGET_LATE_MS else 'MISSED'} "
         f"({describe_load()} at end)"
     )
     print(table)

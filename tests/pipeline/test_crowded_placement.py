@@ -4,8 +4,8 @@ Inline stage groups of concurrent requests run back to back in one loop
 iteration, so the policy's crowded threshold (2 ms) applies while other
 requests are in flight; a lone request keeps the larger budget (10 ms).
 On asyncio with loop pacing (the default), a group over the crowded budget
-takes a turn instead (one such group per loop iteration) and keeps the lone
-budget.
+runs in pieces instead (one per loop iteration) and keeps the lone budget,
+unless a core is free for a worker thread (``runtime.spare_core``).
 """
 
 from __future__ import annotations
@@ -73,10 +73,13 @@ def pacing(request: pytest.FixtureRequest) -> Iterator[bool]:
     set_loop_pacing(before)
 
 
+@pytest.mark.parametrize("spare", [False, True], ids=["no-spare-core", "spare-core"])
 async def test_concurrent_requests_offload_what_a_lone_request_runs_inline(
-    pacing: bool, anyio_backend_name: str
+    pacing: bool, spare: bool, anyio_backend_name: str
 ) -> None:
-    paced = pacing and anyio_backend_name == "asyncio"  # trio is never paced
+    pacer_on = pacing and anyio_backend_name == "asyncio"  # trio is never paced
+    # With a core free, crowded groups go to threads instead of being paced.
+    paced = pacer_on and not spare
     loop_thread = threading.current_thread().name
     threads: list[str] = []
     state = EngineState()
@@ -85,6 +88,7 @@ async def test_concurrent_requests_offload_what_a_lone_request_runs_inline(
         # then counts the retriever as its own, not as caller code.
         state.index(chunks())
         crowded = _costly_rank(state, threads, lambda: runner.in_flight > 1)
+        runner.speculation.spare_core = lambda: spare
         # A lone request on an idle runner: measured, and kept on the loop.
         for query in ("What is BM25?", "Where does the Nile flow?"):
             request = runner.try_inline(make_job(query))
@@ -103,6 +107,10 @@ async def test_concurrent_requests_offload_what_a_lone_request_runs_inline(
     if paced:
         # Paced, the ~5 ms groups keep the lone budget: all on the loop.
         assert threads == [loop_thread] * 8
+    elif pacer_on:
+        # A group placed while alone is paced on the loop, and others may
+        # arrive between its pieces; those placed among others went to threads.
+        assert any(t != loop_thread for t in threads), (threads, crowded)
     else:
         # A group is placed right before it runs inline, so every group that
         # ran on the loop found no other request in flight; with others in

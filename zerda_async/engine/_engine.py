@@ -24,7 +24,7 @@ import anyio.to_thread
 import msgspec
 
 from zerda_async.core.config import ContextEngineConfig
-from zerda_async.core.index import VECTOR_DTYPES, VectorDType
+from zerda_async.core.index import VectorDType
 from zerda_async.core.models import ContextResult
 from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
 from zerda_async.embedders import Embedder
@@ -32,7 +32,12 @@ from zerda_async.engine._calls import run_jobs, run_one, submit_all
 from zerda_async.engine._event_stream import EventStream
 from zerda_async.engine._index_api import IndexMethods
 from zerda_async.engine._state_api import StateMethods
-from zerda_async.engine._statistics import OFFLOAD_MODES, EngineStatistics, Offload
+from zerda_async.engine._statistics import (
+    OFFLOAD_MODES,
+    EngineStatistics,
+    Offload,
+    check_arguments,
+)
 from zerda_async.errors import EngineClosedError
 from zerda_async.indexing import IndexLifecycle, load_index
 from zerda_async.pipeline import (
@@ -88,10 +93,16 @@ class AsyncContextEngine(IndexMethods, StateMethods):
     ``"inline"`` never (on the event loop).  In ``"auto"``, groups whose
     measured CPU cost is at most ``offload_threshold_ms`` run inline
     (``None``: two GIL switch intervals, 10 ms by default; with other requests
-    in flight a group over 2 ms waits for a turn of the loop pacer on asyncio,
-    else goes to a thread; see :func:`zerda_async.pipeline.default_threshold_ms`
-    and :data:`zerda_async.runtime.CROWDED_THRESHOLD_MS`).  A threshold
-    given here applies in both cases.
+    in flight a group over 2 ms goes to a thread unless the loop is paced;
+    see :func:`zerda_async.pipeline.default_threshold_ms` and
+    :data:`zerda_async.runtime.CROWDED_THRESHOLD_MS`).  A threshold given here
+    applies in both cases.  ``loop_pacing`` (asyncio only): a group over 2 ms
+    runs in pieces, one per event-loop iteration (in a thread instead while
+    others are in flight and a core is free), and stays inline while its
+    largest piece fits the budget, so a due timer waits for about one piece
+    (docs/performance.md); ``None`` follows the process-wide switch
+    (``zerda_async.runtime.set_loop_pacing``, ``ZERDA_LOOP_PACING``; on by
+    default), ``True`` / ``False`` pins it for this engine.
 
     ``stores`` (a :class:`~zerda_async.stores.Stores` record) moves the index,
     the sessions, the context cache and the adaptive statistics into shared
@@ -116,9 +127,10 @@ class AsyncContextEngine(IndexMethods, StateMethods):
         stores: Stores | None = None,
         validate: bool = True,
         offload_threshold_ms: float | None = None,
+        loop_pacing: bool | None = None,
         **components: Unpack[Components],
     ) -> None:
-        _check_arguments(offload, vector_dtype, components)
+        check_arguments(offload, vector_dtype, components)
         if config is not None and validate:
             # The async engine owns its configuration: an error (an unknown
             # template, a negative weight) fails here, naming the field,
@@ -146,6 +158,7 @@ class AsyncContextEngine(IndexMethods, StateMethods):
                 embed_batch_window=embed_batch_window,
                 embed_batch_size=embed_batch_size,
                 offload_threshold_ms=offload_threshold_ms,
+                loop_pacing=loop_pacing,
             ),
         )
         self._runner.policy.forced = OFFLOAD_MODES[offload]
@@ -384,16 +397,3 @@ class AsyncContextEngine(IndexMethods, StateMethods):
         requests = await submit_all(self._runner, jobs, timeout)
         contexts = [request.result().context for request in requests]
         return join_multi_query(self._state, plan, contexts)
-
-
-def _check_arguments(offload: str, vector_dtype: str, components: Components) -> None:
-    """Bad constructor arguments raise before anything is built, naming the argument."""
-    if offload not in OFFLOAD_MODES:
-        raise ValueError(f"offload must be one of {sorted(OFFLOAD_MODES)}, got {offload!r}")
-    if vector_dtype not in VECTOR_DTYPES:
-        raise ValueError(f"vector_dtype must be one of {VECTOR_DTYPES}, got {vector_dtype!r}")
-    unknown = set(components) - set(Components.__annotations__)
-    if unknown:
-        raise TypeError(
-            f"AsyncContextEngine() got an unexpected keyword argument {sorted(unknown)[0]!r}"
-        )

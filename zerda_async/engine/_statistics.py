@@ -1,12 +1,16 @@
-"""What an engine reports about itself, and how its speculative stages are placed."""
+"""What an engine reports about itself, how its speculative stages are placed, its checks."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import msgspec
 
-__all__ = ["OFFLOAD_MODES", "EngineStatistics", "Offload"]
+from zerda_async.core.index import VECTOR_DTYPES
+from zerda_async.pipeline import Components
+
+__all__ = ["OFFLOAD_MODES", "EngineStatistics", "Offload", "check_arguments"]
 
 Offload = Literal["auto", "threads", "inline"]
 """Where the speculative stages run: by measured cost (default), always in threads, never."""
@@ -35,3 +39,16 @@ class EngineStatistics(msgspec.Struct, frozen=True, kw_only=True):
     """Requests whose shared cache store did not answer (served without the cache)."""
     learning_bypassed: int = 0
     """Samples or reads the shared learning store did not answer (this replica's kept)."""
+
+
+def check_arguments(offload: str, vector_dtype: str, components: Mapping[str, object]) -> None:
+    """Bad constructor arguments raise before anything is built, naming the argument."""
+    if offload not in OFFLOAD_MODES:
+        raise ValueError(f"offload must be one of {sorted(OFFLOAD_MODES)}, got {offload!r}")
+    if vector_dtype not in VECTOR_DTYPES:
+        raise ValueError(f"vector_dtype must be one of {VECTOR_DTYPES}, got {vector_dtype!r}")
+    unknown = set(components) - set(Components.__annotations__)
+    if unknown:
+        raise TypeError(
+            f"AsyncContextEngine() got an unexpected keyword argument {sorted(unknown)[0]!r}"
+        )

@@ -90,7 +90,9 @@ class AsyncRunner:
         # A retriever passed to the engine's constructor is caller code (often
         # a remote vector store): never run it on the event loop.
         self.policy.external_calls = state.retriever is not None
-        self.speculation = Speculation(state, stages, self.policy, self.limiter)
+        self.speculation = Speculation(
+            state, stages, self.policy, self.limiter, loop_pacing=settings.loop_pacing
+        )
         self.speculation.crowded = lambda: len(self._pending) > 1
         self.embedding = EmbeddingPhase(state, settings)
         self.commits = CommitPhase(state, stages, self.speculation, self._finish)

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._stages import Stage
 from zerda_async.pipeline._state import EngineState
-from zerda_async.pipeline._walker import apply_stage
-from zerda_async.runtime import OffloadPolicy, default_threshold_ms
+from zerda_async.pipeline._walker import apply_stage, stage_steps
+from zerda_async.runtime import OffloadPolicy, Steps, default_threshold_ms
 
-__all__ = ["OffloadPolicy", "apply_group", "default_threshold_ms"]
+__all__ = ["OffloadPolicy", "apply_group", "default_threshold_ms", "group_steps"]
 
 
 def apply_group(job: Job, state: EngineState, stages: Sequence[Stage]) -> float:
@@ -30,3 +30,9 @@ def apply_group(job: Job, state: EngineState, stages: Sequence[Stage]) -> float:
     for stage in stages:
         apply_stage(stage, job, state)
     return (time.thread_time() - group_start) * 1000
+
+
+def group_steps(job: Job, state: EngineState, stages: Sequence[Stage]) -> Steps[None]:
+    """:func:`apply_group` in the stages' pieces (:meth:`Stage.steps`), for a paced run."""
+    for stage in stages:
+        yield from stage_steps(stage, job, state)

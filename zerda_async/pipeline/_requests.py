@@ -34,6 +34,7 @@ class RunnerSettings:
         embed_batch_size: int = 64,
         offload_threshold_ms: float | None = None,
         offload_min_corpus: int = OFFLOAD_MIN_CORPUS,
+        loop_pacing: bool | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight!r}")
@@ -50,6 +51,10 @@ class RunnerSettings:
         self.embed_batch_size = embed_batch_size
         self.offload_threshold_ms = offload_threshold_ms
         self.offload_min_corpus = offload_min_corpus
+        if loop_pacing is not None and not isinstance(loop_pacing, bool):
+            raise TypeError(f"loop_pacing must be None, True or False, got {loop_pacing!r}")
+        # None: the process-wide switch (runtime.set_loop_pacing); a bool pins it.
+        self.loop_pacing = loop_pacing
 
 
 class Phase(enum.Enum):

@@ -4,7 +4,9 @@ Workers take requests off the speculation stream and apply the speculative
 stages (analysis, retrieval, source quality, filter, rank; the query
 embedding is usually applied before, by the embedding phase) for the raw
 query, recording them in the job's :class:`~._job.Ahead`.  Consecutive sync
-stages run as one group, on the event loop or in one worker-thread hop as the
+stages run as one group, on the event loop, on it in pieces paced by a
+:class:`~zerda_async.runtime.LoopPacer` (one slice of pieces per loop
+iteration), or in one worker-thread hop, as the
 :class:`~._offload.OffloadPolicy` says; a stage that awaits is awaited.
 
 The commit phase calls :meth:`Speculation.apply` again, before a request's
@@ -21,12 +23,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from zerda_async.errors import annotate_stage_error
 from zerda_async.pipeline._job import Ahead, Job
-from zerda_async.pipeline._offload import OffloadPolicy, apply_group
+from zerda_async.pipeline._offload import OffloadPolicy, apply_group, group_steps
 from zerda_async.pipeline._requests import Phase, Request
 from zerda_async.pipeline._stages import Stage
 from zerda_async.pipeline._state import EngineState
 from zerda_async.pipeline._walker import apply_stage_async
-from zerda_async.runtime import LoopPacer, run_in_thread
+from zerda_async.runtime import LoopPacer, run_in_thread, spare_core, timed_steps
 
 __all__ = ["Speculation"]
 
@@ -40,6 +42,8 @@ class Speculation:
         stages: Sequence[Stage],
         policy: OffloadPolicy,
         limiter: anyio.CapacityLimiter,
+        *,
+        loop_pacing: bool | None = None,
     ) -> None:
         self.state = state
         self.stages = tuple(s for s in stages if s.speculative)
@@ -52,8 +56,12 @@ class Speculation:
         # inline work would share the loop iteration (the policy's crowded
         # threshold then applies).
         self.crowded: Callable[[], bool] = lambda: False
-        # One inline group per loop iteration while crowded (runtime._pacing).
-        self.pacer = LoopPacer()
+        # One inline piece of work per loop iteration (runtime._pacing);
+        # ``loop_pacing`` None follows the process-wide switch.
+        self.pacer = LoopPacer(loop_pacing)
+        # True when a core is free for a worker thread (runtime.spare_core);
+        # tests pin it.
+        self.spare_core: Callable[[], bool] = spare_core
 
     async def worker(self, recv: MemoryObjectReceiveStream[Request]) -> None:
         """One speculation worker: apply each request's speculative stages, in arrival order."""
@@ -78,16 +86,12 @@ class Speculation:
         if not todo:
             return
         try:
-            offload, paced = self._placement()
-            if offload or any(stage.awaits(self.state) for stage in todo):
+            if any(stage.awaits(self.state) for stage in todo) or self._placement()[0]:
                 await self._apply_cancellable(request, todo)
             else:
-                # One group on the loop: nothing abandon() could interrupt, so no scope.
-                if paced:
-                    await self.pacer.turn()
-                    if request.cancelled:
-                        return  # abandoned while waiting: the commit skips it
-                self.policy.observe(apply_group(job, self.state, todo))
+                # One group on the loop: nothing abandon() could interrupt
+                # (a paced group checks between its pieces), so no scope.
+                await self._run_group(request, todo)
         except Exception as exc:
             failed = next((s for s in todo if s.name not in job.timings), todo[-1])
             annotate_stage_error(exc, failed.error_name)
@@ -100,20 +104,27 @@ class Speculation:
         with anyio.CancelScope() as scope:
             request.spec_scope = scope
             try:
-                await self._apply_stages(request.job, todo)
+                await self._apply_stages(request, todo)
             finally:
                 request.spec_scope = None
 
     def _placement(self) -> tuple[bool, bool]:
         """(offload, paced) for the next sync group: a worker thread, or inline and paced.
 
-        Paced: other requests are in flight and the group costs more than
-        the policy's crowded budget, so it takes a turn of the
-        :class:`~zerda_async.runtime.LoopPacer` (one such group per loop
-        iteration) and may then run inline up to the lone-request budget.
+        Paced: the group costs more than the policy's crowded budget and the
+        :class:`~zerda_async.runtime.LoopPacer` is active, so the group runs
+        in pieces, one per loop iteration, and may stay inline while its
+        largest piece is within the lone-request budget.  Other requests in
+        flight or not: a lone request's long group would hold up the caller's
+        own timers and sockets just the same.  But while others are in
+        flight and a core is free, the group is not paced and goes to a
+        worker thread, whose GIL-free scan then runs beside the loop
+        (:data:`~zerda_async.runtime.SPARE_CORE`).
         """
         crowded = self.crowded()
-        paced = crowded and self.policy.over_crowded_budget() and self.pacer.active()
+        paced = self.policy.over_crowded_budget() and self.pacer.active()
+        if paced and crowded and self.spare_core():
+            paced = False
         return self.policy.should_offload(self.corpus_size, crowded, paced), paced
 
     def _ahead_for(self, job: Job, query: Any) -> Ahead:
@@ -146,30 +157,71 @@ class Speculation:
                 todo.append(stage)
         return todo
 
-    async def _apply_stages(self, job: Job, stages: Sequence[Stage]) -> None:
+    async def _apply_stages(self, request: Request, stages: Sequence[Stage]) -> None:
         group: list[Stage] = []
         for stage in stages:
             if stage.awaits(self.state):
-                await self._run_group(job, group)
+                await self._run_group(request, group)
                 group = []
-                await apply_stage_async(stage, job, self.state)
+                await apply_stage_async(stage, request.job, self.state)
             else:
                 group.append(stage)
-        await self._run_group(job, group)
+        await self._run_group(request, group)
 
-    async def _run_group(self, job: Job, stages: Sequence[Stage]) -> None:
-        """Run consecutive sync stages inline or in one thread hop, as the policy says.
+    async def _run_group(self, request: Request, stages: Sequence[Stage]) -> None:
+        """Run consecutive sync stages in a thread hop, inline, or inline in paced pieces.
 
-        A cancelled hop abandons its thread (which finishes its current call
-        on its own): only the abandoned request's job is still written to.
+        The one place that places a group (:meth:`_placement`).  A cancelled
+        hop abandons its thread (which finishes its current call on its
+        own): only the abandoned request's job is still written to.  A paced
+        group stops between two pieces once its request is abandoned.
         """
         if not stages:
             return
+        job = request.job
         offload, paced = self._placement()
-        if offload:
-            cost = await run_in_thread(apply_group, job, self.state, stages, limiter=self.limiter)
+        if offload and not self.pacer.active():
+            self.policy.observe(
+                await run_in_thread(apply_group, job, self.state, stages, limiter=self.limiter)
+            )
+        elif offload:
+            # In pieces inside the thread too, timed one by one: the policy
+            # learns the largest piece, which decides whether a paced run fits.
+            spent, largest = await run_in_thread(
+                _timed_group, job, self.state, stages, limiter=self.limiter
+            )
+            self.policy.observe(spent, largest)
+        elif paced:
+            await self._run_paced(request, stages)
         else:
-            if paced:
+            self.policy.observe(apply_group(job, self.state, stages))
+
+    async def _run_paced(self, request: Request, stages: Sequence[Stage]) -> None:
+        """The group in slices of pieces, each slice on a turn of the loop pacer."""
+        steps = group_steps(request.job, self.state, stages)
+        spent = largest = 0.0
+        try:
+            while True:
                 await self.pacer.turn()
-            cost = apply_group(job, self.state, stages)
-        self.policy.observe(cost)
+                if request.cancelled:
+                    return  # abandoned while waiting: the commit skips it
+                piece = timed_steps(steps)
+                spent += piece.cost_ms
+                largest = max(largest, piece.cost_ms)
+                if piece.done:
+                    break
+        finally:
+            steps.close()
+        self.policy.observe(spent, largest)
+
+
+def _timed_group(job: Job, state: EngineState, stages: Sequence[Stage]) -> tuple[float, float]:
+    """Run the group in slices of pieces back to back: (CPU ms in all, of the largest slice)."""
+    steps = group_steps(job, state, stages)
+    spent = largest = 0.0
+    while True:
+        piece = timed_steps(steps)
+        spent += piece.cost_ms
+        largest = max(largest, piece.cost_ms)
+        if piece.done:
+            return spent, largest

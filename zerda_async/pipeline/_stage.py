@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._state import EngineState
+from zerda_async.runtime import Steps
 
 __all__ = ["Stage"]
 
@@ -36,6 +37,17 @@ class Stage(ABC):
         exception (every request of a session is a turn of it).
         """
         return False
+
+    def steps(self, job: Job, state: EngineState) -> Steps[None]:
+        """:meth:`apply` in pieces, each ``next()`` one piece (see :mod:`zerda_async.runtime`).
+
+        The async runner drives this when it paces the event loop; a stage
+        whose work can be long (retrieval over a large index) yields between
+        pieces.  The default is :meth:`apply` as one piece.
+        """
+        self.apply(job, state)
+        return
+        yield  # a generator: the work above runs at the first next()
 
     def awaits(self, state: EngineState) -> bool:
         """True when this stage must be applied with :meth:`apply_async` for ``state``."""

@@ -26,6 +26,7 @@ from typing import Any
 import zerda_async.pipeline._shared as _shared
 from zerda_async.core.composer import compose_with_citations
 from zerda_async.core.filter_language import matches, parse_filters
+from zerda_async.core.index import STEP_WORK
 from zerda_async.core.models import ContextResult
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._stage import Stage
@@ -38,6 +39,7 @@ from zerda_async.pipeline._state_stages import (
     HistoryEnrichment,
     HistoryRecord,
 )
+from zerda_async.runtime import Steps, finish
 
 __all__ = [
     "STAGES",
@@ -114,6 +116,13 @@ class Retrieval(Stage):
     speculative = True
 
     def apply(self, job: Job, state: EngineState) -> None:
+        finish(self._retrieve(job, state, 0))
+
+    def steps(self, job: Job, state: EngineState) -> Steps[None]:
+        """Retrieval in pieces when the retriever can (``retrieve_steps``: the engine's own)."""
+        return self._retrieve(job, state, STEP_WORK)
+
+    def _retrieve(self, job: Job, state: EngineState, step_work: int) -> Steps[None]:
         job.retrieved = []
         if state.retriever:
             # A query vector computed ahead (the async engine's micro-batched
@@ -126,12 +135,18 @@ class Retrieval(Stage):
             pushed = bool(where) and getattr(state.retriever, "accepts_where", False)
             if pushed:
                 extra["where"] = job.options.filters
-            job.retrieved = state.retriever.retrieve(
-                query=job.effective_query,
-                top_k=job.options.max_chunks or state.config.retriever.top_k,
-                filters=job.options.metadata_filters,
-                **extra,
-            )
+            query = job.effective_query
+            top_k = job.options.max_chunks or state.config.retriever.top_k
+            filters = job.options.metadata_filters
+            stepped = getattr(state.retriever, "retrieve_steps", None) if step_work else None
+            if stepped is not None:
+                job.retrieved = yield from stepped(
+                    query, top_k, filters, step_work=step_work, **extra
+                )
+            else:
+                job.retrieved = state.retriever.retrieve(
+                    query=query, top_k=top_k, filters=filters, **extra
+                )
             if where and not pushed:
                 job.retrieved = [sc for sc in job.retrieved if matches(sc.metadata, where)]
 

@@ -27,8 +27,9 @@ from zerda_async.pipeline._observe import emit_stage_event
 from zerda_async.pipeline._shared import release_cache_lock
 from zerda_async.pipeline._stages import STAGES, Stage, build_result
 from zerda_async.pipeline._state import EngineState
+from zerda_async.runtime import Steps
 
-__all__ = ["StageCallback", "apply_stage", "run_job", "walk"]
+__all__ = ["StageCallback", "apply_stage", "run_job", "stage_steps", "walk"]
 
 StageCallback = Callable[[str, float], None]
 """Called with (stage name, duration ms) after each stage of a walk, in order."""
@@ -71,6 +72,33 @@ def apply_stage(stage: Stage, job: Job, state: EngineState) -> float:
     """
     with _Timed(stage, job):
         stage.apply(job, state)
+    return job.timings[stage.name]
+
+
+def stage_steps(stage: Stage, job: Job, state: EngineState) -> Steps[float]:
+    """:func:`apply_stage` in the stage's pieces (:meth:`Stage.steps`); returns its duration.
+
+    The duration recorded is the sum of the pieces: the time the stage
+    worked, not the time it waited between pieces.
+    """
+    steps = stage.steps(job, state)
+    spent = 0.0
+    try:
+        while True:
+            started = perf_counter()
+            try:
+                next(steps)
+            except StopIteration:
+                break
+            except Exception as exc:
+                annotate_stage_error(exc, stage.error_name)
+                raise
+            finally:
+                spent += perf_counter() - started
+            yield
+    finally:
+        steps.close()  # abandoned between pieces: the stage's own generator ends now
+    job.timings[stage.name] = spent * 1000
     return job.timings[stage.name]
 
 

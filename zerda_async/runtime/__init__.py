@@ -6,9 +6,11 @@ Internal: no stability promise outside zerda-async.
 from zerda_async.runtime._offload_policy import (
     CROWDED_THRESHOLD_MS,
     OFFLOAD_MIN_CORPUS,
+    SPARE_CORE,
     OffloadPolicy,
     default_threshold_ms,
     run_placed,
+    spare_core,
 )
 from zerda_async.runtime._pacing import LoopPacer, loop_pacing, set_loop_pacing
 from zerda_async.runtime._scan_threads import (
@@ -18,15 +20,21 @@ from zerda_async.runtime._scan_threads import (
     scan_threads,
     set_scan_blas_threads,
 )
+from zerda_async.runtime._steps import SLICE_MS, Slice, Steps, finish, timed_steps
 from zerda_async.runtime._threads import run_in_thread
 
 __all__ = [
     "CROWDED_THRESHOLD_MS",
     "OFFLOAD_MIN_CORPUS",
+    "SLICE_MS",
     "SMALL_SCAN",
+    "SPARE_CORE",
     "LoopPacer",
     "OffloadPolicy",
+    "Slice",
+    "Steps",
     "default_threshold_ms",
+    "finish",
     "free_cores",
     "loop_pacing",
     "run_in_thread",
@@ -35,4 +43,6 @@ __all__ = [
     "scan_threads",
     "set_loop_pacing",
     "set_scan_blas_threads",
+    "spare_core",
+    "timed_steps",
 ]

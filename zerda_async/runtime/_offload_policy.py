@@ -15,14 +15,17 @@ from typing import TypeVar, TypeVarTuple, Unpack
 
 import anyio
 
+from zerda_async.runtime._scan_threads import free_cores
 from zerda_async.runtime._threads import run_in_thread
 
 __all__ = [
     "CROWDED_THRESHOLD_MS",
     "OFFLOAD_MIN_CORPUS",
+    "SPARE_CORE",
     "OffloadPolicy",
     "default_threshold_ms",
     "run_placed",
+    "spare_core",
 ]
 
 OFFLOAD_MIN_CORPUS = 20_000
@@ -36,16 +39,36 @@ so inline pieces of concurrent requests add up: two speculation workers and
 the commit task can each run one in the same loop iteration, and a timer
 that falls due waits for all of them.  Where a :class:`~._pacing.LoopPacer`
 lets one such piece run per iteration (asyncio, pacing on: the default), a
-piece over this budget takes a turn and keeps the lone-request budget of
-:func:`default_threshold_ms`; elsewhere (trio, pacing off) it goes to a
-worker thread.  Measured with 256 concurrent requests at 100,000 chunks
-(about 8 ms of CPU each, ``bench/bench_loop_stall.py``): unpaced at the lone
-budget, a 10 ms heartbeat woke 37-240 ms late; at this budget a few ms late
-but at about half the throughput (the worker threads' GIL hand-offs double
-the CPU per request); paced, about one group late at the throughput of the
-lone budget.  Requests over 10,000 chunks or fewer (about 1 ms of work
-each) stay inline, where they run fastest.
+group over this budget runs in pieces, a turn each, and keeps the
+lone-request budget of :func:`default_threshold_ms` for its largest piece;
+elsewhere (trio, pacing off) it goes to a worker thread.  Measured with 256
+concurrent requests at 100,000 chunks (about 8 ms of CPU each,
+``bench/bench_loop_stall.py``): unpaced at the lone budget, a 10 ms heartbeat
+woke 37-240 ms late; at this budget a few ms late but at about half the
+throughput (the worker threads' GIL hand-offs double the CPU per request);
+paced whole, about one group late; paced in pieces, a p99 of 3.4-13.6 ms at
+the same throughput or up to 13 % below it.  Requests over 10,000 chunks or
+fewer (about 1 ms of work each) stay inline, where they run fastest.
 """
+
+SPARE_CORE = 0.75
+"""Free cores (``runtime.free_cores``) from which a crowded group goes to a thread, unpaced.
+
+A group in a worker thread runs its vector scan without the GIL, on a core
+of its own, while the loop runs other requests: with a core free that beat
+pacing the group on the loop (256 concurrent requests at 100,000 chunks,
+quiet machine: 171 q/s and a worst heartbeat of 7.6 ms, against 122 q/s
+paced and 132-141 q/s for the rule before).  Without one, the thread only
+competes with the loop and OpenBLAS helper threads spin (the CPU per
+request rose 2-4x under load), so the group is paced on the loop instead.
+"""
+
+
+def spare_core() -> bool:
+    """True when at least :data:`SPARE_CORE` cores are free (False when unknown)."""
+    free = free_cores()
+    return free is not None and free >= SPARE_CORE
+
 
 _T = TypeVar("_T")
 _Ts = TypeVarTuple("_Ts")
@@ -99,6 +122,10 @@ class OffloadPolicy:
         self.crowded_threshold_ms = min(crowded_threshold_ms, self.threshold_ms)
         self.min_corpus = min_corpus
         self.average_ms: float | None = None
+        # The largest piece of a run in pieces (a paced run, or a thread's
+        # run timed piece by piece), as a moving average: what a paced run
+        # blocks the loop for at a time.
+        self.largest_ms: float | None = None
         # True when the group calls caller code that may block on I/O (a plain
         # query embedder, a vector-store adapter, an injected retriever): it
         # then always runs in a worker thread, so a slow or hung call never
@@ -113,8 +140,9 @@ class OffloadPolicy:
 
         ``crowded``: other requests are in flight, so inline work of theirs
         may run in the same loop iteration (:data:`CROWDED_THRESHOLD_MS`),
-        unless ``paced``: a :class:`~._pacing.LoopPacer` lets one group run
-        per iteration, so the lone-request budget holds again.
+        unless ``paced``: a :class:`~._pacing.LoopPacer` lets one piece of
+        the group run per iteration, so the lone-request budget holds again,
+        for its largest piece (:meth:`observe`).
         """
         if self.forced is not None:
             return self.forced
@@ -122,7 +150,10 @@ class OffloadPolicy:
             return True
         if self.average_ms is None:
             return corpus_size >= self.min_corpus
-        limit = self.crowded_threshold_ms if crowded and not paced else self.threshold_ms
+        if paced:
+            largest = self.average_ms if self.largest_ms is None else self.largest_ms
+            return largest > self.threshold_ms
+        limit = self.crowded_threshold_ms if crowded else self.threshold_ms
         return self.average_ms > limit
 
     def over_crowded_budget(self) -> bool:
@@ -133,12 +164,21 @@ class OffloadPolicy:
         """
         return self.average_ms is not None and self.average_ms > self.crowded_threshold_ms
 
-    def observe(self, cost_ms: float) -> None:
-        """Record the measured cost of one run of the group (without the hop)."""
-        if self.average_ms is None:
-            self.average_ms = cost_ms
-        else:
-            self.average_ms = 0.8 * self.average_ms + 0.2 * cost_ms
+    def observe(self, cost_ms: float, largest_ms: float | None = None) -> None:
+        """Record the measured cost of one run of the group (without the hop).
+
+        ``largest_ms``: the run went in pieces (``runtime.timed_steps``) and
+        this was its largest; ``None`` for a run in one piece, which says
+        nothing about the pieces.
+        """
+        self.average_ms = _average(self.average_ms, cost_ms)
+        if largest_ms is not None:
+            self.largest_ms = _average(self.largest_ms, largest_ms)
+
+
+def _average(average: float | None, value: float) -> float:
+    """The moving average of the costs observed, ``value`` the latest."""
+    return value if average is None else 0.8 * average + 0.2 * value
 
 
 async def run_placed(

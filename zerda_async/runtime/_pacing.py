@@ -17,7 +17,14 @@ few tasks ever wait for a turn, so the extra iterations cost microseconds.
 
 Only asyncio is paced: trio has no ``call_soon`` on its run loop, and
 :meth:`LoopPacer.turn` returns at once there (as it does when pacing is
-switched off with :func:`set_loop_pacing` or ``ZERDA_LOOP_PACING=off``).
+switched off with :func:`set_loop_pacing` or ``ZERDA_LOOP_PACING=off``, or
+for one engine with ``AsyncContextEngine(loop_pacing=False)``).
+
+A turn is given to one *piece* of work: a group of stages that can run in
+pieces (:meth:`~zerda_async.pipeline.Stage.steps`: retrieval over the
+engine's own index, its vector scan in blocks) takes a turn for each slice
+of pieces (:func:`~._steps.timed_steps`), so a timer waits for about one
+slice, not a whole request's retrieval.
 Measured in ``bench/bench_loop_stall.py``.
 """
 
@@ -71,19 +78,23 @@ def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
 class LoopPacer:
     """Hands out one turn per event-loop iteration to inline work (see the module docstring)."""
 
-    __slots__ = ("_taken", "_waiting")
+    __slots__ = ("_taken", "_waiting", "enabled")
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool | None = None) -> None:
+        # None: follow the process-wide switch (set_loop_pacing); a bool pins it.
+        self.enabled = enabled
         # True from a turn being taken until the release callback of its
         # iteration has run.
         self._taken = False
         # Tokens of the callers waiting for a turn, first come first served.
         self._waiting: deque[object] = deque()
 
-    @staticmethod
-    def active() -> bool:
+    def _on(self) -> bool:
+        return _enabled if self.enabled is None else self.enabled
+
+    def active(self) -> bool:
         """True when :meth:`turn` paces: pacing is on and this thread runs an asyncio loop."""
-        return _enabled and _running_asyncio_loop() is not None
+        return self._on() and _running_asyncio_loop() is not None
 
     async def turn(self) -> None:
         """Return once this loop iteration has no other turn taken, and take it.
@@ -93,7 +104,7 @@ class LoopPacer:
         iterations); the caller checks whether it still wants to run.
         Waiting callers get their turns in the order they came.
         """
-        if not _enabled:
+        if not self._on():
             return
         loop = _running_asyncio_loop()
         if loop is None:

@@ -19,13 +19,21 @@ from .keyword_index import (
     query_coverage,
 )
 from .metadata_index import MetadataIndex
-from .vector_index import COSINE_DECIMALS, VECTOR_DTYPES, VectorDType, VectorIndex, unit_rows
+from .vector_index import (
+    COSINE_DECIMALS,
+    STEP_WORK,
+    VECTOR_DTYPES,
+    VectorDType,
+    VectorIndex,
+    unit_rows,
+)
 
 __all__ = [
     "BM25_B",
     "BM25_K1",
     "COMPACT_FRACTION",
     "COSINE_DECIMALS",
+    "STEP_WORK",
     "VECTOR_DTYPES",
     "WEIGHT_CACHE_POSTINGS",
     "CorpusIndex",

@@ -18,14 +18,35 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from zerda_async.runtime import scan_threads
+from zerda_async.runtime import SMALL_SCAN, Steps, finish, scan_threads
 
 from .segments import trailing_merge_count
 
-__all__ = ["COSINE_DECIMALS", "VECTOR_DTYPES", "VectorDType", "VectorIndex", "unit_rows"]
+__all__ = [
+    "COSINE_DECIMALS",
+    "STEP_WORK",
+    "VECTOR_DTYPES",
+    "VectorDType",
+    "VectorIndex",
+    "unit_rows",
+]
 
 COSINE_DECIMALS = 12
 """Decimals kept from every in-memory cosine similarity."""
+
+STEP_WORK = SMALL_SCAN
+"""Multiply-adds in one piece of a stepped scan (:meth:`VectorIndex.similarity_steps`).
+
+About 1 ms of float64 scan on the 2-core machine of ``bench/bench_loop_stall.py``
+(the product is bound by memory reads), so a paced request lets a waiting
+timer run about every millisecond at 100,000 chunks x 64 dims instead of after
+its whole 6-7 ms scan.  Being at most ``SMALL_SCAN``, a block scans on one
+BLAS thread: no helper thread spins on a core another request needs.
+"""
+
+BLOCK_ALIGN = 64
+"""Rows of a scan block are a multiple of this (OpenBLAS's float32 kernel sums a
+row differently at an unaligned block start; 64 covers every SIMD width)."""
 
 VectorDType = Literal["float64", "float32"]
 VECTOR_DTYPES: tuple[VectorDType, ...] = ("float64", "float32")
@@ -116,19 +137,48 @@ class VectorIndex:
         Returns ``(positions, cosines)``; ``positions`` is None when every row
         is live (the cosines are then indexed by position directly).
         """
+        return finish(self.similarity_steps(query_vector, 0))
+
+    def similarity_steps(
+        self, query_vector: ArrayLike, step_work: int = STEP_WORK
+    ) -> Steps[tuple[NDArray[np.intp] | None, NDArray[np.float64]]]:
+        """:meth:`similarities` in pieces of at most ``step_work`` multiply-adds (0: one piece).
+
+        Blocks start at multiples of :data:`BLOCK_ALIGN` rows, where BLAS
+        kernels start their groups of rows anyway, so every cosine is summed in
+        the one-shot scan's order: the result is the same, bit for bit.
+        """
         query = np.asarray(query_vector, dtype=np.float64).flatten()
         q_norm = float(np.linalg.norm(query))
+        sims: NDArray[np.float64]
         if q_norm == 0:
             sims = np.zeros(self.n_positions, dtype=np.float64)
         else:
             unit_query = (query / q_norm).astype(self.dtype, copy=False)
-            # As many BLAS threads as there are idle cores: a helper thread
-            # without a core of its own makes the product wait (runtime docs).
-            with scan_threads(self.n_positions * unit_query.shape[0]):
-                parts = [segment @ unit_query for segment in self.segments]
+            dim = max(1, unit_query.shape[0])
+            # One-shot: the whole scan's size picks the BLAS threads, as one product would.
+            whole = self.n_positions * dim if step_work <= 0 else 0
+            parts: list[Matrix] = []
+            for segment in self.segments:
+                n = int(segment.shape[0])
+                block = _block_rows(step_work, dim) if step_work > 0 else max(1, n)
+                for start in range(0, n, block):
+                    if parts:
+                        yield  # a piece per block
+                    rows = segment[start : start + block]
+                    # As many BLAS threads as there are idle cores: a helper thread
+                    # without a core of its own makes the product wait (runtime docs).
+                    with scan_threads(whole or int(rows.shape[0]) * dim):
+                        parts.append(rows @ unit_query)
             raw = parts[0] if len(parts) == 1 else np.concatenate(parts)
-            sims = np.round(raw.astype(np.float64, copy=False), COSINE_DECIMALS)
+            exact: NDArray[np.float64] = raw.astype(np.float64, copy=False)
+            sims = np.round(exact, COSINE_DECIMALS)
         if self.live is None:
             return None, sims
         positions = np.flatnonzero(self.live)
         return positions, sims[positions]
+
+
+def _block_rows(step_work: int, dim: int) -> int:
+    """Rows of one block of a stepped scan: about ``step_work`` multiply-adds, aligned."""
+    return max(BLOCK_ALIGN, step_work // dim // BLOCK_ALIGN * BLOCK_ALIGN)

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from zerda_async.runtime import Steps, finish
+
 from ..config import ContextEngineConfig, RetrieverConfig
 from ..filter_language import Filters
 from ..index.analysis import TermMemo
@@ -79,24 +81,48 @@ class IndexRetriever:
         where: Filters | None = None,
     ) -> list[ScoredChunk]:
         """Fused candidates for ``query``, as :meth:`HybridRetriever.retrieve` documents them."""
+        steps = self.retrieve_steps(query, top_k, filters, query_vector=query_vector, where=where)
+        return finish(steps)
+
+    def retrieve_steps(
+        self,
+        query: str,
+        top_k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        query_vector: Any = None,
+        where: Filters | None = None,
+        step_work: int = 0,
+    ) -> Steps[list[ScoredChunk]]:
+        """:meth:`retrieve` in pieces (``step_work`` > 0): a piece per search, the scan in blocks.
+
+        The async runner drives it when it paces the event loop; the
+        candidates are :meth:`retrieve`'s.
+        """
         cfg = self.cfg
         plan = plan_search(cfg, query, top_k, filters, where)
         searches = self.searches
         found = Found()
         if plan.vector:
-            found.vector = self._vector_list(plan, query_vector)
+            found.vector = yield from self._vector_steps(plan, query_vector, step_work)
         if plan.keyword:
             hits = searches.keyword(query, plan.searched, plan.where)
             found.keyword = method_list(RetrievalMethod.KEYWORD, hits)
+            if step_work > 0:
+                yield
         if plan.pairs:
             hits = searches.metadata(plan.pairs, plan.searched, plan.where)
             found.metadata = method_list(RetrievalMethod.METADATA, hits)
+            if step_work > 0:
+                yield
         analyzer = searches.index.keyword.analyzer
         return fuse_found(
             plan, cfg, found, lambda: searches.query_weights(query), analyzer, self._terms
         )
 
-    def _vector_list(self, plan: SearchPlan, query_vector: Any) -> list[ScoredChunk] | None:
+    def _vector_steps(
+        self, plan: SearchPlan, query_vector: Any, step_work: int
+    ) -> Steps[list[ScoredChunk] | None]:
         if self._vector_retriever is not None:
             return _search(self._vector_retriever, plan.where, plan.query, plan.searched)
         vectors = self.searches.index.vectors
@@ -107,7 +133,9 @@ class IndexRetriever:
             vector = self._query_check(raw, vectors.dim)
         else:
             vector = np.asarray(raw, dtype=np.float64).flatten()
-        hits = self.searches.vector(vector, plan.searched, plan.where)
+        hits = yield from self.searches.vector_steps(vector, plan.searched, plan.where, step_work)
+        if step_work > 0:
+            yield
         return method_list(RetrievalMethod.VECTOR, hits, self.cfg.min_vector_score)
 
     def _embed(self, query: str) -> Any:

@@ -16,8 +16,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from zerda_async.runtime import Steps, finish
+
 from ..filter_language import Condition
-from ..index import CorpusIndex
+from ..index import STEP_WORK, CorpusIndex
 from ._common import HashMemo, stable_top
 from .coverage import QueryWeights
 from .hits import Hit
@@ -47,6 +49,16 @@ class IndexSearches:
 
         A query vector of another dimension than the index's raises ``ValueError``.
         """
+        return finish(self.vector_steps(query_vector, k, conditions, 0))
+
+    def vector_steps(
+        self,
+        query_vector: ArrayLike,
+        k: int,
+        conditions: tuple[Condition, ...] = (),
+        step_work: int = STEP_WORK,
+    ) -> Steps[list[Hit]]:
+        """:meth:`vector` in pieces: the scan in blocks of ``step_work`` multiply-adds, the cut."""
         vectors = self.index.vectors
         if vectors is None or self.index.n_live == 0:
             return []
@@ -55,7 +67,9 @@ class IndexSearches:
             raise ValueError(
                 f"query vector dimension {dim} does not match the index ({vectors.dim})"
             )
-        rows, sims = vectors.similarities(query_vector)
+        rows, sims = yield from vectors.similarity_steps(query_vector, step_work)
+        if step_work > 0:
+            yield
         if rows is None:
             rows = np.arange(sims.shape[0], dtype=np.intp)
         return self._hits(*self._top(rows, sims, k, conditions))
