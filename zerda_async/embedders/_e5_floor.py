@@ -21,7 +21,7 @@ kind of answerable question, at most 0.5% of those the keyword floor passes
 would be flagged."""
 
 E5_FLOOR = FloorModel(
-    same=FloorWeights(-60.5113, (67.869, 45.7422, 7.214, 1.8868)),
+    same=FloorWeights(-60.5014, (67.869, 45.7422, 7.214, 1.8868)),
     cross=FloorWeights(-22.8246, (25.2675, 60.5256, 5.952, -0.0375)),
     depth=50,
     cross_alone=MarginRule(E5_MARGIN_FLOOR.accept, E5_MARGIN_FLOOR.agree),
