@@ -16,7 +16,8 @@ features, by gradient descent).  The thresholds, folded into the biases:
 
 * ``same``: at most 0.5% of the tune half's relevant rows fall below it
   (half of a 1% false-flag budget, the other half for data it was not fitted
-  on);
+  on): the ``floor(0.005 n)`` lowest, the threshold halfway between the last
+  of them and the next;
 * ``cross``: off-topic questions must be flagged at least as often as the
   margin rule of before (``E5_MARGIN_FLOOR``) flags them.  On the tune half's
   off-topic questions with no chunk of their own script listed (asked in the
@@ -25,6 +26,10 @@ features, by gradient descent).  The thresholds, folded into the biases:
   false-flag rate under the constraint).  e5-small's cross-language evidence
   cannot meet a 1% budget with most off-topic questions flagged (the run
   prints the trade-off).
+
+The weights are rounded to 4 decimals before the thresholds are set on
+their scores, and the biases rounded up (toward accepting), so the printed
+code flags no more rows than the rule says.
 
 The ``cross`` threshold is set apart for Arabic questions and the others
 (through the ``arabic_question`` weight): the rule flags each direction at

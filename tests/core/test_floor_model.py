@@ -332,9 +332,8 @@ def test_the_floor_reads_the_users_question_not_the_history_enriched_one() -> No
             first = await engine.run("where does the nile flow?", session_id="s")
             await engine.record_answer("s", "The Nile flows north to the sea.")
             follow = await engine.run("وأين يصب النيل؟", session_id="s")
-            return follow.query_analysis.original_query, first.nothing_relevant, (
-                follow.nothing_relevant
-            )
+            enriched = follow.query_analysis.original_query
+            return enriched, first.nothing_relevant, follow.nothing_relevant
 
     enriched, first_flagged, follow_flagged = anyio.run(ask)
     assert enriched.startswith("[Previous conversation")  # the history was added

@@ -19,13 +19,16 @@ The features of a group (:data:`FEATURES`) are its best cosine, that chunk's
 written in Arabic (e5-small's cosines from Arabic questions to English
 chunks and from English questions to Arabic ones sit on different scales).  An embedder carries its
 fitted weights (``E5_FLOOR`` for multilingual-e5-small, fitted by
-``bench/bench_floor_fit.py``); the composer passes the question's text
+``bench/bench_floor_fit.py``); the composer passes the user's question as
+asked, not the one a conversation's history was added to
 (:func:`~.vector_floor.covers_query`).
 
 A group may be judged by fixed margins instead (:class:`MarginRule`, the
 rule of :class:`~.vector_floor.VectorFloor` over that group's chunks), and
 the other script's group may have its own judge for when it is alone in the
-list (``cross_alone``): e5-small keeps its margin rule for questions asked in
+list (``cross_alone``; a :class:`MarginRule` there reads all the chunks,
+keyword hits of the question's script too, as a ``VectorFloor`` does):
+e5-small keeps its margin rule for questions asked in
 the other language than all the listed chunks, where it flags as many
 off-topic questions as fitted weights with fewer false flags.
 """
