@@ -339,3 +339,16 @@ def test_the_floor_reads_the_users_question_not_the_history_enriched_one() -> No
     assert enriched.startswith("[Previous conversation")  # the history was added
     assert first_flagged  # English question, English chunk: CROSS_ONLY never passes it
     assert not follow_flagged
+
+
+def test_the_sync_engine_gives_the_floor_the_users_question_in_a_conversation() -> None:
+    emb = ToyEmbedder()
+    engine = ContextEngine(ContextEngineConfig.recommended())
+    engine.index(CHUNKS, emb)
+    assert engine.run("where does the nile flow?").nothing_relevant
+    history = engine.get_history()
+    assert history is not None
+    history.turns[-1].answer = "The Nile flows north to the sea."
+    follow = engine.run("وأين يصب النيل؟")
+    assert follow.query_analysis.original_query.startswith("[Previous conversation")
+    assert not follow.nothing_relevant
