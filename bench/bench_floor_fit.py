@@ -16,7 +16,8 @@ features, by gradient descent).  The thresholds, folded into the biases:
 
 * ``same``: at most 0.5% of the tune half's relevant rows fall below it
   (half of a 1% false-flag budget, the other half for data it was not fitted
-  on);
+  on): the ``floor(0.005 n)`` lowest, the threshold halfway between the last
+  of them and the next;
 * ``cross``: off-topic questions must be flagged at least as often as the
   margin rule of before (``E5_MARGIN_FLOOR``) flags them.  On the tune half's
   off-topic questions with no chunk of their own script listed (asked in the
@@ -25,6 +26,10 @@ features, by gradient descent).  The thresholds, folded into the biases:
   false-flag rate under the constraint).  e5-small's cross-language evidence
   cannot meet a 1% budget with most off-topic questions flagged (the run
   prints the trade-off).
+
+The weights are rounded to 4 decimals before the thresholds are set on
+their scores, and the biases rounded up (toward accepting), so the printed
+code flags no more rows than the rule says.
 
 The ``cross`` threshold is set apart for Arabic questions and the others
 (through the ``arabic_question`` weight): the rule flags each direction at
@@ -53,6 +58,7 @@ e5's language and question/passage offsets (:func:`centred`).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -99,7 +105,8 @@ class Rows:
     """The tune half's chunk vectors by script."""
     margin: dict[Side, list[tuple[bool, bool, bool]]] = field(default_factory=dict)
     """(the question's listed chunks are all in the other script, E5_MARGIN_FLOOR flags
-    the question, its margins applied to this row's group alone fail it: :data:`RULE`)."""
+    the question, the margin rule as ``cross`` or ``cross_alone`` would apply it fails
+    this row: :data:`RULE` on the row's group, or on the whole list when alone)."""
 
     def add(
         self, side: Side, features: list[float], relevant: bool, probe: Any, margin: Any
@@ -155,7 +162,10 @@ def collect(per_half: int, covid_articles: int) -> Rows:
                     if answer is not None and group != answer:
                         continue
                     mine = [sc for sc in fused if script_of(sc.text) == group]
-                    margin = (only, flagged, not RULE.passes(mine, minimum))
+                    # Alone, the rule judges the whole list (keyword-only
+                    # chunks of the question's script too), as E5_FLOOR does.
+                    fails = flagged if only else not RULE.passes(mine, minimum)
+                    margin = (only, flagged, fails)
                     listed = [
                         sc.text
                         for sc in fused
@@ -204,7 +214,15 @@ def threshold(s: Matrix, y: NDArray[np.bool_], counted: Matrix | None = None) ->
     flag and the next score above.
     """
     if counted is None:
-        return float(np.quantile(s[y], SAME_BUDGET))
+        # Flag k = floor(0.005 n) relevant rows exactly (a quantile would
+        # interpolate past the k-th): halfway to the next one up.
+        ranked = np.sort(s[y])
+        k = int(SAME_BUDGET * ranked.size)
+        if k == 0:
+            return float(ranked[0]) - 1.0
+        if k >= ranked.size:
+            return float(ranked[-1])
+        return (float(ranked[k - 1]) + float(ranked[k])) / 2
     target = int((counted == 1).sum())
     if target == 0:
         return float(s.min())
@@ -228,17 +246,28 @@ def thresholded(
     on different scales, and the margin rule flags each direction's off-topic
     questions at its own rate.
     """
+    # Round the weights first and set the threshold on the rounded scores;
+    # the bias is then rounded up (toward accepting), so rounding never adds
+    # a false flag.
+    w = np.asarray([round(float(v), 4) for v in w])
     s = bias + x @ w
     arabic = x[:, ARABIC] > 0.5
     if margin is None:  # one budget for all: split, each direction's 0.5% held out less well
-        return FloorWeights(round(bias - threshold(s, y), 4), tuple(round(float(v), 4) for v in w))
+        return FloorWeights(_up(bias - threshold(s, y)), tuple(float(v) for v in w))
     # Only the off-topic rows of questions with no chunk in their own script
     # are the margin rule's cross-language flags to match.
     counted = np.where(margin[:, 0] & ~y, margin[:, 1].astype(np.float64), -1.0)
     at = {a: threshold(s[arabic == a], y[arabic == a], counted[arabic == a]) for a in (False, True)}
-    weights = [round(float(v), 4) for v in w]
-    weights[ARABIC] = round(float(w[ARABIC]) - (at[True] - at[False]), 4)
-    return FloorWeights(round(bias - at[False], 4), tuple(weights))
+    weights = [float(v) for v in w]
+    shifted = _up(bias - at[False])
+    # Arabic questions' bias (shifted + the arabic weight) rounded up as well.
+    weights[ARABIC] = _up(bias + float(w[ARABIC]) - at[True] - shifted)
+    return FloorWeights(shifted, tuple(weights))
+
+
+def _up(value: float) -> float:
+    """``value`` rounded up to 4 decimals."""
+    return round(math.ceil(round(value * 1e4, 6)) / 1e4, 4)
 
 
 def rates(s: Matrix, y: NDArray[np.bool_], at: float) -> str:

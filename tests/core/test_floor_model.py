@@ -12,7 +12,7 @@ import pytest
 
 from sync_api import ContextEngine
 from zerda_async import AsyncContextEngine, ContextEngineConfig
-from zerda_async.core.composer import SmartContextComposer
+from zerda_async.core.composer import SmartContextComposer, compose_with_citations
 from zerda_async.core.floor_model import (
     FEATURES,
     FloorModel,
@@ -86,7 +86,7 @@ def test_a_bad_model_is_refused() -> None:
         FloorModel(NEVER, NEVER, cross_alone=0.05)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"FloorModel\.same must be FloorWeights"):
         FloorModel(MarginRule(0.05, 0.0), NEVER)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"MarginRule\.accept must be in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"MarginRule\.accept must be a number in \[0, 1\]"):
         MarginRule(1.5, 0.0)
     with pytest.raises(ValueError, match=r"MarginRule\.agree must be a finite number"):
         MarginRule(0.05, float("nan"))
@@ -167,6 +167,71 @@ def test_e5_floor_flags_other_script_questions_as_the_margin_floor_does() -> Non
                 assert covers_query(found, 0.15, floor=E5_FLOOR, query=question) == covers_query(
                     found, 0.15, floor=E5_MARGIN_FLOOR, query=question
                 ), (question, margin, coverage)
+
+
+def test_e5_floor_counts_keyword_hits_of_the_question_script_when_cross_alone_judges() -> None:
+    # An Arabic question: English chunks listed by the vectors, none standing
+    # out, and an Arabic chunk found by its words only.  The margin floor
+    # passes it on the keyword hit; so must E5_FLOOR, whose margin rule judges.
+    question = "متى يفيض النهر؟"
+    found = [chunk(ENGLISH, 0.80, 0.01), chunk(ENGLISH, 0.79, 0.0), chunk(ARABIC, 0.0, 0.0, 0.4)]
+    assert covers_query(found, 0.15, floor=E5_MARGIN_FLOOR, query=question)
+    assert covers_query(found, 0.15, floor=E5_FLOOR, query=question)
+    # A weak keyword hit passes neither.
+    found[2] = chunk(ARABIC, 0.0, 0.0, 0.1)
+    assert not covers_query(found, 0.15, floor=E5_MARGIN_FLOOR, query=question)
+    assert not covers_query(found, 0.15, floor=E5_FLOOR, query=question)
+
+
+def test_e5_floor_equals_the_margin_floor_when_no_listed_chunk_is_in_the_question_script() -> None:
+    # Random lists whose vector-listed chunks (margin > 0) are all in the other
+    # script; keyword-only chunks (margin 0) may be in either.
+    rng = np.random.default_rng(7)
+    texts = {"ar": [ARABIC, "الوادي أخضر في الربيع."], "other": [ENGLISH, "The dam holds."]}
+    seen = set()
+    for trial in range(3000):
+        question = ("متى يفيض النهر؟", "When does it flood?")[trial % 2]
+        own, other = ("ar", "other") if trial % 2 == 0 else ("other", "ar")
+        found = []
+        for _ in range(int(rng.integers(1, 6))):
+            coverage = float(rng.choice([-1.0, 0.0, 0.1, 0.15, 0.3, 0.6]))
+            if rng.random() < 0.6:
+                margin = float(rng.choice([0.001, 0.01, 0.049, 0.05, 0.1, rng.random() * 0.2]))
+                text = texts[other][int(rng.integers(2))]
+                found.append(chunk(text, 0.7 + 0.2 * rng.random(), margin, coverage))
+            else:  # a keyword hit only, in either script
+                text = texts[(own, other)[int(rng.integers(2))]][int(rng.integers(2))]
+                found.append(chunk(text, 0.0, 0.0, coverage))
+        minimum = float(rng.choice([0.15, 0.3]))
+        margin_floor = covers_query(found, minimum, floor=E5_MARGIN_FLOOR, query=question)
+        seen.add(margin_floor)
+        assert covers_query(found, minimum, floor=E5_FLOOR, query=question) == margin_floor, (
+            question,
+            [(sc.chunk.text[:8], sc.vector_margin, sc.query_coverage) for sc in found],
+        )
+    assert seen == {True, False}  # both verdicts were reached
+
+
+def test_a_fitted_floor_refuses_to_guess_the_question() -> None:
+    found = [chunk(ENGLISH, 0.7, 0.1)]
+    with pytest.raises(ValueError, match=r"FloorModel floor needs the question"):
+        covers_query(found, 0.15, floor=MODEL)
+    # The fixed margins do not read it.
+    assert covers_query(found, 0.15, floor=E5_MARGIN_FLOOR)
+    composer = SmartContextComposer(ContextEngineConfig.recommended())
+    with pytest.raises(ValueError, match=r"FloorModel floor needs the question"):
+        composer.compose_cited(list(found), None, 2000, None, MODEL)
+
+
+def test_the_composer_reads_the_analysed_question_when_given_none() -> None:
+    composer = SmartContextComposer(ContextEngineConfig.recommended())
+    found = [chunk(ENGLISH, 0.7, 0.1)]  # other-script evidence for an Arabic question only
+    for question, flagged in (("متى يفيض النهر؟", False), ("When does it flood?", True)):
+        analysis = QueryAnalysis(original_query=question, normalized=question)
+        got = composer.compose_cited(list(found), analysis, 2000, None, MODEL)
+        assert got.nothing_relevant is flagged
+        kept = compose_with_citations(composer, list(found), analysis, 2000, vector_floor=MODEL)
+        assert kept.nothing_relevant is flagged
 
 
 def test_covers_query_asks_the_model_and_falls_back_to_keywords_without_vectors() -> None:
@@ -254,3 +319,36 @@ def test_the_sync_engine_gives_the_floor_the_question() -> None:
     engine.index(CHUNKS, emb)  # the documented signature: one embedding function
     flags = [engine.run(q, use_history=False).nothing_relevant for q in QUESTIONS]
     assert flags == [False, True]
+
+
+def test_the_floor_reads_the_users_question_not_the_history_enriched_one() -> None:
+    # An English turn, then an Arabic follow-up: the enriched query opens
+    # with the English turn, but the floor must judge the Arabic question
+    # (CROSS_ONLY passes the English chunk for an Arabic question only).
+    async def ask() -> tuple[str, bool, bool]:
+        emb = ToyEmbedder()
+        async with AsyncContextEngine(ContextEngineConfig.recommended()) as engine:
+            await engine.index(CHUNKS, emb, batch_embed_fn=emb.embed_batch)
+            first = await engine.run("where does the nile flow?", session_id="s")
+            await engine.record_answer("s", "The Nile flows north to the sea.")
+            follow = await engine.run("وأين يصب النيل؟", session_id="s")
+            enriched = follow.query_analysis.original_query
+            return enriched, first.nothing_relevant, follow.nothing_relevant
+
+    enriched, first_flagged, follow_flagged = anyio.run(ask)
+    assert enriched.startswith("[Previous conversation")  # the history was added
+    assert first_flagged  # English question, English chunk: CROSS_ONLY never passes it
+    assert not follow_flagged
+
+
+def test_the_sync_engine_gives_the_floor_the_users_question_in_a_conversation() -> None:
+    emb = ToyEmbedder()
+    engine = ContextEngine(ContextEngineConfig.recommended())
+    engine.index(CHUNKS, emb)
+    assert engine.run("where does the nile flow?").nothing_relevant
+    history = engine.get_history()
+    assert history is not None
+    history.turns[-1].answer = "The Nile flows north to the sea."
+    follow = engine.run("وأين يصب النيل؟")
+    assert follow.query_analysis.original_query.startswith("[Previous conversation")
+    assert not follow.nothing_relevant

@@ -12,6 +12,7 @@ import pytest
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig
 from zerda_async.core.composer import SmartContextComposer
+from zerda_async.core.floor_model import MarginRule
 from zerda_async.core.models import QueryAnalysis, ScoredChunk
 from zerda_async.core.vector_floor import VectorFloor, covers_query, floor_of
 from zerda_async.embedders import E5_FLOOR, CachedEmbedder, E5Embedder, Embedder, VectorCache
@@ -31,6 +32,41 @@ class _Doc:
     doc_id: str
     text: str
     metadata: dict[str, str] = field(default_factory=dict)
+
+
+@pytest.mark.parametrize(
+    ("accept", "agree"), [(1.5, 0.1), (0.3, float("nan")), (0.3, True), (0.1, 0.3), ("0.1", 0.0)]
+)
+def test_fixed_margins_and_a_margin_rule_are_checked_alike(accept: Any, agree: Any) -> None:
+    messages = []
+    for kind in (VectorFloor, MarginRule):
+        with pytest.raises(ValueError) as caught:
+            kind(accept=accept, agree=agree)
+        messages.append(str(caught.value).replace(kind.__name__, "<floor>"))
+    assert messages[0] == messages[1]
+
+
+def test_fixed_margins_apply_the_margin_rule_to_every_chunk() -> None:
+    floor = VectorFloor(accept=0.05, agree=0.02)
+    assert floor.rule == MarginRule(0.05, 0.02)
+    rng = np.random.default_rng(3)
+    for _ in range(500):
+        found = []
+        for _ in range(int(rng.integers(1, 5))):
+            sc = ScoredChunk(_Doc("d", "river"), vector_score=0.8, composite_score=0.5)
+            sc.vector_margin = float(rng.choice([0.0, 0.01, 0.02, 0.05, 0.1]))
+            sc.query_coverage = float(rng.choice([-1.0, 0.0, 0.1, 0.2]))
+            found.append(sc)
+        if all(sc.query_coverage < 0 for sc in found):
+            expected = True  # nothing measured: the check does not apply
+        elif any(sc.vector_margin > 0 for sc in found):
+            expected = any(sc.vector_margin >= 0.05 for sc in found) or any(
+                sc.query_coverage >= 0.15 and sc.vector_margin >= 0.02 for sc in found
+            )
+            assert floor.rule.passes(found, 0.15) is expected
+        else:  # no vector evidence: the keyword floor
+            expected = max(sc.query_coverage for sc in found) >= 0.15
+        assert covers_query(found, 0.15, floor=floor) is expected
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,8 @@ import pytest
 import sync_api
 from zerda_async import AsyncContextEngine
 from zerda_async.embedders import (
+    E5_FLOOR,
+    E5_MARGIN_FLOOR,
     E5Embedder,
     QueryEmbedder,
     TextEmbedder,
@@ -81,6 +83,15 @@ def test_params_rebuild_the_embedder(e5: E5Embedder) -> None:
     again = embedder_from_params(E5Embedder(threads=1).params())
     assert isinstance(again, E5Embedder) and again.threads == 1
     assert np.allclose(again("palm trees"), e5("palm trees"), atol=1e-6)
+
+
+def test_params_leave_a_custom_floor_out() -> None:
+    # The params key vector caches: a floor changes no vector, so it is not
+    # recorded, and the rebuilt embedder carries the default floor.
+    custom = E5Embedder(threads=1, vector_floor=E5_MARGIN_FLOOR)
+    assert custom.params() == E5Embedder(threads=1).params()
+    again = embedder_from_params(custom.params())
+    assert isinstance(again, E5Embedder) and again.vector_floor is E5_FLOOR
 
 
 @pytest.mark.anyio

@@ -81,7 +81,7 @@ class SmartContextComposer(ContextComposerStrategy):
         budget: int,
         template: str | None = None,
         vector_floor: Floor | None = None,
-        query: str = "",
+        query: str | None = None,
     ) -> Composition:
         """:meth:`compose`, with the citations of the chunks in the context, in order.
 
@@ -92,8 +92,13 @@ class SmartContextComposer(ContextComposerStrategy):
         ``vector_floor`` is the embedder's calibration of the relevance floor
         (:mod:`zerda_async.core.vector_floor`), used when
         ``composer.embedder_floor`` is on; ``query`` is the question the chunks
-        were retrieved for (a fitted floor reads it).
+        were retrieved for (a fitted floor reads its script), by default the
+        analysed question (``analysis.original_query``; pass the user's own
+        question when that one was enriched with history).  A fitted floor
+        with neither is a ``ValueError``.
         """
+        if query is None and analysis is not None:
+            query = str(analysis.original_query)
         name, tmpl = self._template_for(analysis, template)
         floor = self.cfg.relevance_floor
         if floor > 0:
@@ -256,14 +261,15 @@ def compose_with_citations(
     *,
     template: str | None = None,
     vector_floor: Floor | None = None,
-    query: str = "",
+    query: str | None = None,
 ) -> Composition:
     """Compose with any composer; citations come only from one whose ``compose`` is ours.
 
     ``template`` (a per-request template name or ``"auto"``; ``None`` for the
     configured one) and ``vector_floor`` (the embedder's calibration of the
     relevance floor) and ``query`` (the retrieved-for question, which a fitted
-    floor reads) reach only this package's composer.  An injected
+    floor reads; ``None``: the analysed one, see
+    :meth:`SmartContextComposer.compose_cited`) reach only this package's composer.  An injected
     composer, a wrapper that delegates attributes, or a subclass that overrides
     :meth:`SmartContextComposer.compose` is called through its documented
     ``compose`` (so its own behaviour wins, with its own template) and cites

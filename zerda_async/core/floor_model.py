@@ -19,13 +19,16 @@ The features of a group (:data:`FEATURES`) are its best cosine, that chunk's
 written in Arabic (e5-small's cosines from Arabic questions to English
 chunks and from English questions to Arabic ones sit on different scales).  An embedder carries its
 fitted weights (``E5_FLOOR`` for multilingual-e5-small, fitted by
-``bench/bench_floor_fit.py``); the composer passes the question's text
+``bench/bench_floor_fit.py``); the composer passes the user's question as
+asked, not the one a conversation's history was added to
 (:func:`~.vector_floor.covers_query`).
 
 A group may be judged by fixed margins instead (:class:`MarginRule`, the
 rule of :class:`~.vector_floor.VectorFloor` over that group's chunks), and
 the other script's group may have its own judge for when it is alone in the
-list (``cross_alone``): e5-small keeps its margin rule for questions asked in
+list (``cross_alone``; a :class:`MarginRule` there reads all the chunks,
+keyword hits of the question's script too, as a ``VectorFloor`` does):
+e5-small keeps its margin rule for questions asked in
 the other language than all the listed chunks, where it flags as many
 off-topic questions as fitted weights with fewer false flags.
 """
@@ -39,7 +42,16 @@ from dataclasses import dataclass
 
 from .models import ScoredChunk
 
-__all__ = ["FEATURES", "FloorModel", "FloorWeights", "MarginRule", "group_features", "script_of"]
+__all__ = [
+    "FEATURES",
+    "FloorModel",
+    "FloorWeights",
+    "MarginRule",
+    "check_margins",
+    "finite",
+    "group_features",
+    "script_of",
+]
 
 FEATURES = ("cosine", "margin", "coverage", "arabic_question")
 """The order of a :class:`FloorWeights`' weights."""
@@ -61,10 +73,23 @@ def script_of(text: str) -> str:
     return "ar" if letters and len(_ARABIC.findall(probe)) > 0.3 * letters else "other"
 
 
-def _finite(name: str, value: object) -> float:
+def finite(name: str, value: object) -> float:
+    """``value`` as a float; a ``ValueError`` naming ``name`` unless it is a finite number."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     return float(value)
+
+
+def check_margins(owner: str, accept: object, agree: object) -> None:
+    """Refuse margins that are not numbers in [0, 1] with ``agree <= accept``.
+
+    ``owner`` names the class in the message (``MarginRule``, ``VectorFloor``).
+    """
+    for name, value in (("accept", accept), ("agree", agree)):
+        if not 0.0 <= finite(f"{owner}.{name}", value) <= 1.0:
+            raise ValueError(f"{owner}.{name} must be a number in [0, 1], got {value!r}")
+    if finite("agree", agree) > finite("accept", accept):
+        raise ValueError(f"{owner}.agree ({agree}) must not exceed accept ({accept})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,14 +103,14 @@ class FloorWeights:
     weights: tuple[float, ...]
 
     def __post_init__(self) -> None:
-        _finite("FloorWeights.bias", self.bias)
+        finite("FloorWeights.bias", self.bias)
         if not isinstance(self.weights, tuple) or len(self.weights) != len(FEATURES):
             raise ValueError(
                 f"FloorWeights.weights must be a tuple of {len(FEATURES)} numbers"
                 f" ({', '.join(FEATURES)}), got {self.weights!r}"
             )
         for name, weight in zip(FEATURES, self.weights, strict=True):
-            _finite(f"FloorWeights weight of {name}", weight)
+            finite(f"FloorWeights weight of {name}", weight)
 
     def score(self, features: Sequence[float]) -> float:
         """The score of one group's ``features`` (positive: relevant)."""
@@ -105,17 +130,14 @@ class MarginRule:
     agree: float
 
     def __post_init__(self) -> None:
-        for name in ("accept", "agree"):
-            value = _finite(f"MarginRule.{name}", getattr(self, name))
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"MarginRule.{name} must be in [0, 1], got {value!r}")
-        if self.agree > self.accept:
-            raise ValueError(
-                f"MarginRule.agree ({self.agree}) must not exceed accept ({self.accept})"
-            )
+        check_margins("MarginRule", self.accept, self.agree)
 
     def passes(self, group: Sequence[ScoredChunk], minimum: float | None) -> bool:
-        """Whether the chunks of one ``group`` pass (``minimum``: ``None`` weighs margins only)."""
+        """Whether the chunks of one ``group`` pass (``minimum``: ``None`` weighs margins only).
+
+        This is the one place the margin rule is written: a
+        :class:`~.vector_floor.VectorFloor` applies it to all the chunks.
+        """
         if any(sc.vector_margin >= self.accept for sc in group):
             return True
         return minimum is not None and any(
@@ -161,7 +183,10 @@ class FloorModel:
     ``retriever.fusion_depth`` differs gets the keyword floor only).
     ``cross_alone``, when set, judges the other script's chunks in place of
     ``cross`` when none of the question's script is vector-listed (a
-    question asked in the other language than the whole list).
+    question asked in the other language than the whole list); a
+    :class:`MarginRule` there judges all the chunks, keyword hits of the
+    question's script included, so its verdict is that of a
+    :class:`~.vector_floor.VectorFloor` with the same margins.
     """
 
     same: FloorWeights
@@ -197,6 +222,10 @@ class FloorModel:
             return None
         other = self.cross
         if self.cross_alone is not None and all(cross for cross, _, _ in groups):
+            if isinstance(self.cross_alone, MarginRule):
+                # The rule alone judges, over every chunk as a VectorFloor
+                # does: a keyword hit in the question's script counts too.
+                return self.cross_alone.passes(chunks, minimum)
             other = self.cross_alone
         for cross, group, features in groups:
             judge = other if cross else self.same

@@ -32,12 +32,11 @@ text too); :data:`Floor` names either kind.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .floor_model import FloorModel
+from .floor_model import FloorModel, MarginRule, check_margins
 from .models import ScoredChunk
 
 __all__ = ["Floor", "VectorFloor", "covers_query", "floor_of"]
@@ -58,21 +57,14 @@ class VectorFloor:
     depth: int = 50
 
     def __post_init__(self) -> None:
-        for name in ("accept", "agree"):
-            value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not math.isfinite(value)
-                or not 0.0 <= value <= 1.0
-            ):
-                raise ValueError(f"VectorFloor.{name} must be a number in [0, 1], got {value!r}")
+        check_margins("VectorFloor", self.accept, self.agree)
         if isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1:
             raise ValueError(f"VectorFloor.depth must be a positive integer, got {self.depth!r}")
-        if self.agree > self.accept:
-            raise ValueError(
-                f"VectorFloor.agree ({self.agree}) must not exceed accept ({self.accept})"
-            )
+
+    @property
+    def rule(self) -> MarginRule:
+        """The margins as a :class:`~.floor_model.MarginRule` (which holds the rule)."""
+        return MarginRule(self.accept, self.agree)
 
 
 Floor = VectorFloor | FloorModel
@@ -101,7 +93,7 @@ def covers_query(
     minimum: float,
     vector_margin: float = 0.0,
     floor: Floor | None = None,
-    query: str = "",
+    query: str | None = None,
 ) -> bool:
     """False when ``minimum`` is set and the chunks do not show that anything is relevant.
 
@@ -110,8 +102,12 @@ def covers_query(
     unless ``vector_margin`` is positive and some chunk's ``vector_margin``
     reaches it (the fixed margin of ``composer.min_vector_margin``).  With
     ``floor``, see the module notes; a :class:`~.floor_model.FloorModel` also
-    reads ``query``, the question the chunks were retrieved for.
+    reads ``query``, the question the chunks were retrieved for, and refuses
+    to guess it: ``query`` left out with such a floor is a ``ValueError``
+    (an empty text would silently read as a question not in Arabic).
     """
+    if isinstance(floor, FloorModel) and query is None:
+        raise ValueError("covers_query: a FloorModel floor needs the question (query=...)")
     if minimum <= 0:
         return True
     if vector_margin > 0 and any(sc.vector_margin >= vector_margin for sc in chunks):
@@ -120,13 +116,9 @@ def covers_query(
     if not measured:
         return True
     if isinstance(floor, FloorModel):
-        verdict = floor.accepts(chunks, query, minimum)
+        verdict = floor.accepts(chunks, query or "", minimum)
         if verdict is not None:
             return verdict
     elif floor is not None and any(sc.vector_margin > 0 for sc in chunks):
-        if any(sc.vector_margin >= floor.accept for sc in chunks):
-            return True
-        return any(
-            sc.query_coverage >= minimum and sc.vector_margin >= floor.agree for sc in measured
-        )
+        return floor.rule.passes(chunks, minimum)
     return max(sc.query_coverage for sc in measured) >= minimum

@@ -198,9 +198,12 @@ class E5Embedder(LocalEncoder):
             self.vector_floor = vector_floor
 
     def params(self) -> dict[str, Any]:
-        """What rebuilds an equal embedder (JSON-serialisable); see ``embedder_from_params``.
+        """What rebuilds an embedder of equal vectors (JSON); see ``embedder_from_params``.
 
         The engine is not part of it: both give the same model's vectors.
+        Nor is a ``vector_floor`` given at construction: these params also
+        key vector caches, which a floor does not change.  The rebuilt
+        embedder carries ``E5_FLOOR``; pass a custom floor again.
         """
         return {
             "kind": self.name,

@@ -220,7 +220,9 @@ class Compose(Stage):
             job.budget,
             template=job.options.template,
             vector_floor=state.vector_floor,
-            query=str(job.effective_query or ""),
+            # The user's own question: the history-enriched one opens with
+            # the earlier turns, whose script is not the question's.
+            query=str(job.query or ""),
         )
         job.context = composition.context
         job.citations = composition.citations
