@@ -7,7 +7,7 @@ cosine) order the candidates better than the recommended profile?  A
 pointwise logistic regression, fitted on the tune half's candidates (a
 candidate is positive when it is a relevant chunk), each feature min-max
 scaled within its question's candidates.  Plain gradient descent from zero
-with a fixed step count: deterministic, no dependency.
+with a fixed step count (:mod:`_logistic`): deterministic, no dependency.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from _logistic import descend
 from numpy.typing import NDArray
 
 __all__ = ["CHEAP", "fit", "learned"]
@@ -49,11 +50,7 @@ def fit(asked: Sequence[Any], names: Sequence[str]) -> NDArray[np.float64]:
     x = np.concatenate(rows)
     x = np.hstack([x, np.ones((x.shape[0], 1))])
     y = np.array(labels, dtype=np.float64)
-    w = np.zeros(x.shape[1])
-    for _ in range(_STEPS):
-        p = 1 / (1 + np.exp(-(x @ w)))
-        w -= _RATE * (x.T @ (p - y) / len(y) + _L2 * w)
-    return w
+    return descend(x, y, _STEPS, rate=_RATE, l2=_L2, bias=False)[1]
 
 
 def learned(weights: NDArray[np.float64], names: Sequence[str]) -> Callable[[Any], list[str]]:

@@ -72,6 +72,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import describe_load, describe_machine
 from _e5_vectors import E5Embedder, E5Vectors
+from _logistic import descend
 from _quality_data import DATA
 from bench_floor import build, halves, make_engine
 
@@ -192,14 +193,7 @@ def centred(rows: Rows, side: Side) -> Matrix:
 def fit(x: Matrix, y: NDArray[np.bool_], l2: float = 1e-3) -> tuple[float, Matrix]:
     """Logistic regression (threshold 0.5 in the bias) in raw feature units: (bias, weights)."""
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
-    z = (x - mean) / scale
-    w = np.zeros(z.shape[1])
-    b = 0.0
-    for _ in range(4000):
-        p = 1.0 / (1.0 + np.exp(-(z @ w + b)))
-        g = p - y
-        w -= 0.5 * (z.T @ g / len(y) + l2 * w)
-        b -= 0.5 * float(g.mean())
+    b, w = descend((x - mean) / scale, y, 4000, l2=l2)
     raw = w / scale
     return float(b - raw @ mean), raw
 

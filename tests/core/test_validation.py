@@ -25,6 +25,8 @@ BAD: list[tuple[str, str, Any]] = [
     ("retriever", "top_k", True),
     ("cache", "ttl_seconds", 0),
     ("guard", "min_context_length", -1),
+    ("retriever", "embed_heading", "no"),  # a truthy string would turn headings on
+    ("retriever", "embed_heading", 1),
 ]
 
 

@@ -18,7 +18,6 @@ import pytest
 
 from sync_api import ContextEngine
 from zerda_async import AsyncContextEngine, ContextEngineConfig
-from zerda_async.apps.server._replica import StoreProfile
 from zerda_async.core.index.chunks import SEARCH_HEADING, embedding_text
 from zerda_async.errors import IndexFormatError
 from zerda_async.stores import MemoryIndexStore, Stores
@@ -129,20 +128,3 @@ async def test_an_index_store_gets_the_vectors_of_the_heading_and_text() -> None
     assert recorder.texts == _expected(_chunks(), True)
     found = await store.vector_search(np.asarray(embed(_expected(_chunks(), True)[0])), 1)
     assert found[0].chunk.doc_id == "guide#0"
-
-
-def test_the_store_profile_records_the_option() -> None:
-    built = StoreProfile.built_with("recommended", "none", None)
-    assert built.embed_heading is False
-    assert built.config().retriever.embed_heading is False
-    # A record written before the field existed reads as not embedding headings.
-    old = {k: v for k, v in built.record().items() if k != "embed_heading"}
-    assert StoreProfile(**old) == built
-    titled = StoreProfile("recommended", "multilingual", "e5", {"kind": "e5"}, True)
-    assert titled.config().retriever.embed_heading is True
-    assert "heading" in titled.describe() and "heading" not in built.describe()
-    assert (
-        StoreProfile(**titled.record())
-        == titled
-        != StoreProfile(**{**titled.record(), "embed_heading": False})
-    )

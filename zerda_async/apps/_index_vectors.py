@@ -32,10 +32,15 @@ VECTOR_CACHE = "vectors.cache"
 """File name of the vector cache inside a saved index's directory."""
 
 
-def store_cache_path(url: str, params: dict[str, Any]) -> Path:
-    """The vector cache file of an index store (by URL and model) in the user's cache folder."""
+def store_cache_path(url: str, params: dict[str, Any], heading: bool = False) -> Path:
+    """The vector cache file of an index store in the user's cache folder.
+
+    One file per URL, model and ``heading`` (``retriever.embed_heading``): the
+    vectors of one setting never share a file with the other's.
+    """
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zerda"
-    name = hashlib.sha256(f"{url}\0{cache_key(params)}".encode()).hexdigest()[:24]
+    key = f"{url}\0{cache_key(params)}" + ("\0heading" if heading else "")
+    name = hashlib.sha256(key.encode()).hexdigest()[:24]
     return root / f"store-{name}.vectors"
 
 
@@ -108,7 +113,8 @@ async def store_vectors(
     """The vectors of ``chunks`` for the index store at ``url``, which holds ``doc_ids``.
 
     Those the store or the cache holds are reused, the rest embedded (each
-    chunk's search heading first with ``heading``: ``retriever.embed_heading``).
+    chunk's search heading first with ``heading``: ``retriever.embed_heading``;
+    then only the cache's vectors are reused, keyed by the text embedded).
 
     Embedding runs in a worker thread (the event loop keeps the store's
     connection alive), behind a progress line; the cache file keeps what an
@@ -117,11 +123,16 @@ async def store_vectors(
     from zerda_async.stores import stored_vectors
 
     texts = [embedding_text(c, heading) for c in chunks]
+    known: Sequence[tuple[str, Any]] = ()
     # The files' chunks as stored before (any chunking): their vectors are reused.
-    stems = {str(c.doc_id).rsplit("#", 1)[0] for c in chunks}
-    before = [d for d in doc_ids if d.rsplit("#", 1)[0] in stems]
-    known = await stored_vectors(store, before)
-    path = store_cache_path(url, embedder.params())
+    # The store gives each vector with its chunk's text, which is what was
+    # embedded only without headings: with them the text alone does not say
+    # which heading the vector carries, so only the cache file is reused.
+    if not heading:
+        stems = {str(c.doc_id).rsplit("#", 1)[0] for c in chunks}
+        before = [d for d in doc_ids if d.rsplit("#", 1)[0] in stems]
+        known = await stored_vectors(store, before)
+    path = store_cache_path(url, embedder.params(), heading)
     embedding = await anyio.to_thread.run_sync(
         lambda: start_embedding(embedder, texts, path, quiet=quiet, preload=known)
     )

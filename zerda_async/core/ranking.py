@@ -146,11 +146,7 @@ class CompositeRanker(ChunkRankingStrategy):
             if len(memo) >= _LOWER_MEMO:
                 memo.clear()
             text_l = memo[text] = text.lower()
-        matches = 0
-        for kw in keywords:
-            if kw in text_l:
-                matches += 1
-        return min(matches / len(keywords), 1.0)
+        return _share_in(text_l, keywords)
 
     @staticmethod
     def _keyword_boost(text: str, keywords: Sequence[str]) -> float:
@@ -161,9 +157,16 @@ class CompositeRanker(ChunkRankingStrategy):
         """
         if not keywords or not text:
             return 0.0
-        text_l = text.lower()
-        matches = sum(1 for kw in keywords if kw in text_l)
-        return min(matches / len(keywords), 1.0)
+        return _share_in(text.lower(), keywords)
+
+
+def _share_in(text_l: str, keywords: Sequence[str]) -> float:
+    """Share of (non-empty) ``keywords`` that are substrings of the lower-cased ``text_l``."""
+    matches = 0
+    for kw in keywords:
+        if kw in text_l:
+            matches += 1
+    return min(matches / len(keywords), 1.0)
 
 
 def _quality_value(level: SourceQuality) -> int:

@@ -66,6 +66,8 @@ class _Retriever(Protocol):
     def min_vector_score(self) -> float: ...
     @property
     def fusion(self) -> str: ...
+    @property
+    def embed_heading(self) -> bool: ...
 
 
 class _Filter(Protocol):
@@ -238,8 +240,8 @@ def validate_config(config: Validatable) -> None:
     non-negative minimum lengths, a length window whose minimum is not above
     its maximum, and the ``history_enrichment`` mode.  ``composer.relevance_floor``,
     ``composer.min_query_coverage`` and ``composer.min_vector_margin`` (additions to
-    the documented package) are fractions in [0, 1], ``composer.embedder_floor`` a
-    bool.
+    the documented package) are fractions in [0, 1], ``composer.embedder_floor`` and
+    ``retriever.embed_heading`` bools.
     """
     template = config.composer.template
     if template not in TEMPLATE_NAMES:
@@ -257,6 +259,10 @@ def validate_config(config: Validatable) -> None:
         raise ConfigError(
             f"composer.embedder_floor must be true or false, got {composer.embedder_floor!r}"
         )
+    # A truthy string such as "no" would otherwise turn headings on.
+    embed_heading = config.retriever.embed_heading
+    if not isinstance(embed_heading, bool):
+        raise ConfigError(f"retriever.embed_heading must be true or false, got {embed_heading!r}")
     _check_fusion(config)
     check_history_enrichment(config.history_enrichment)
     _check_ranges(config)

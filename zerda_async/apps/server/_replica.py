@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -27,7 +27,7 @@ from zerda_async.apps._saved_index import open_index
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.embedders import HashingEmbedder, embedder_from_params
 from zerda_async.engine import AsyncContextEngine
-from zerda_async.errors import StoreUnavailableError, UsageError
+from zerda_async.errors import IndexFormatError, StoreUnavailableError, UsageError
 from zerda_async.stores import VERSION_POLL_SECONDS, MemorySessionStore, Stores
 
 if TYPE_CHECKING:
@@ -84,8 +84,32 @@ class StoreProfile:
         return None if self.embedder == KEYWORD_ONLY else embedder_from_params(self.embedder_params)
 
     def record(self) -> dict[str, Any]:
-        """The JSON value of :data:`PROFILE_SETTING`."""
-        return asdict(self)
+        """The JSON value of :data:`PROFILE_SETTING`.
+
+        ``embed_heading`` is written only when true: a store built without it
+        keeps the record older replicas read.
+        """
+        record = asdict(self)
+        if not self.embed_heading:
+            del record["embed_heading"]
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> StoreProfile:
+        """The profile a :meth:`record` holds; a key this version does not know is an error.
+
+        A newer writer's key may change what the vectors are (as
+        ``embed_heading`` does), so reading past it would serve wrong results:
+        the error names it instead.
+        """
+        unknown = sorted(set(record) - {f.name for f in fields(cls)})
+        if unknown:
+            raise IndexFormatError(
+                "the index store",
+                f"its {PROFILE_SETTING!r} record has the unknown key {unknown[0]!r}"
+                " (written by a newer zerda-async: upgrade this one to read it)",
+            )
+        return cls(**record)
 
     def describe(self) -> str:
         """One line for messages, like a saved index's."""
@@ -101,7 +125,7 @@ async def read_profile(index: Any) -> StoreProfile | None:
     """What the index store records about how it was built (``None``: nothing written yet)."""
     record = await index.setting(PROFILE_SETTING)
     if record is not None:
-        return StoreProfile(**record)
+        return StoreProfile.from_record(record)
     params = await index.setting(EMBEDDER_SETTING)
     if params is None and await index.count() == 0:
         return None

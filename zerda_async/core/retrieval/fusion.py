@@ -47,7 +47,7 @@ order among ties.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -59,7 +59,6 @@ from .neighbours import raised_by_neighbours
 __all__ = [
     "RRF_K",
     "MethodList",
-    "first_places",
     "fuse",
     "fuse_convex",
     "fuse_documented",
@@ -121,20 +120,6 @@ def method_weights(cfg: RetrieverConfig) -> dict[RetrievalMethod, float]:
         RetrievalMethod.KEYWORD: cfg.keyword_weight,
         RetrievalMethod.METADATA: cfg.metadata_weight,
     }
-
-
-def first_places(results: Sequence[ScoredChunk]) -> Iterator[tuple[int, str, ScoredChunk]]:
-    """(1-based rank, content hash, chunk) of each chunk's first place in one method's list.
-
-    A chunk listed twice by one method counts once, at its first place; the
-    ranks still count every place, as both fusions define them.
-    """
-    seen: set[str] = set()
-    for rank, sc in enumerate(results, start=1):
-        key = sc.content_hash
-        if key not in seen:
-            seen.add(key)
-            yield rank, key, sc
 
 
 def fuse_documented(
