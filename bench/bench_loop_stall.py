@@ -46,14 +46,11 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -79,6 +76,7 @@ from _common import (
     percentile,
     write_summary,
 )
+from _revisions import extract_revision
 from numpy.typing import NDArray
 
 _HERE = Path(__file__).resolve().parent
@@ -221,20 +219,6 @@ class Child:
         self.process.wait()
 
 
-def _extract(revision: str) -> tempfile.TemporaryDirectory[str]:
-    """``zerda_async`` and ``sync_api`` of ``revision`` in a temporary directory."""
-    tmp = tempfile.TemporaryDirectory(prefix="zerda-baseline-")
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", revision, "zerda_async", "sync_api"],
-        cwd=_HERE.parent,
-        capture_output=True,
-        check=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(tmp.name, filter="data")
-    return tmp
-
-
 def _idle(seconds: float) -> list[float]:
     async def idle() -> None:
         await anyio.sleep(seconds)
@@ -248,7 +232,7 @@ def _idle(seconds: float) -> list[float]:
 
 def measure(n_chunks: int, rounds: int, baseline: str | None) -> tuple[list[list[Any]], float]:
     """Alternated rounds of every (revision, variant); the table rows and this tree's worst."""
-    tmp = _extract(baseline) if baseline else None
+    tmp = extract_revision(baseline) if baseline else None
     children: dict[str, tuple[Child, str]] = {}
     try:
         this = Child(_HERE.parent, n_chunks, [THIS, UNPACED])

@@ -55,8 +55,6 @@ import pstats
 import statistics
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -80,6 +78,7 @@ from _common import (
     percentile,
     write_summary,
 )
+from _revisions import extract_revision
 from numpy.typing import NDArray
 
 from sync_api import ContextEngineConfig
@@ -193,20 +192,6 @@ def measure(n_chunks: int, n_queries: int, config: str = "documented") -> dict[s
     }
 
 
-def _extract(revision: str) -> tempfile.TemporaryDirectory[str]:
-    """``zerda_async`` and ``sync_api`` of ``revision`` in a temporary directory."""
-    tmp = tempfile.TemporaryDirectory(prefix="zerda-baseline-")
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", revision, "zerda_async", "sync_api"],
-        cwd=_HERE.parent,
-        capture_output=True,
-        check=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(tmp.name, filter="data")
-    return tmp
-
-
 def _child(tree: Path, n_chunks: int, n_queries: int, config: str) -> dict[str, Any]:
     env = {**os.environ, "ZERDA_BENCH_TREE": str(tree), "PYTHONPATH": str(tree)}
     done = subprocess.run(
@@ -270,7 +255,7 @@ def main() -> None:
     else:
         base_runs: list[dict[str, Any]] = []
         tree_runs: list[dict[str, Any]] = []
-        with _extract(args.baseline) as base_dir:
+        with extract_revision(args.baseline) as base_dir:
             for pair in range(args.pairs):
                 # Alternate which goes first, so neither always runs second.
                 order = [(base_runs, Path(base_dir)), (tree_runs, _HERE.parent)]

@@ -32,14 +32,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -63,6 +60,7 @@ from _common import (
     make_queries,
     write_summary,
 )
+from _revisions import extract_revision
 from numpy.typing import NDArray
 
 from sync_api import ContextEngine, ContextEngineConfig
@@ -138,20 +136,6 @@ def measure(n_chunks: int, n_queries: int) -> dict[str, Any]:
     return out
 
 
-def _extract(revision: str) -> tempfile.TemporaryDirectory[str]:
-    """``zerda_async`` and ``sync_api`` of ``revision`` in a temporary directory."""
-    tmp = tempfile.TemporaryDirectory(prefix="zerda-ab-")
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", revision, "zerda_async", "sync_api"],
-        cwd=_HERE.parent,
-        capture_output=True,
-        check=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(tmp.name, filter="data")
-    return tmp
-
-
 def _child(tree: Path, n_chunks: int, n_queries: int) -> dict[str, Any]:
     env = {**os.environ, "ZERDA_BENCH_TREE": str(tree), "PYTHONPATH": str(tree)}
     argv = [sys.executable, __file__, "--child", "--chunks", str(n_chunks)]
@@ -208,7 +192,7 @@ def main() -> None:
     print("\n".join(header), flush=True)
     label = f"before ({args.baseline})"
     runs: dict[str, list[dict[str, Any]]] = {label: [], "after (this tree)": []}
-    with _extract(args.baseline) as base_dir:
+    with extract_revision(args.baseline, "zerda-ab-") as base_dir:
         trees = [(runs[label], Path(base_dir)), (runs["after (this tree)"], _HERE.parent)]
         for pair in range(rounds):
             for side, tree in trees if pair % 2 == 0 else trees[::-1]:
