@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import command_line, describe_load, describe_machine, format_table, write_summary
 from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import DATA, SEED, Question, load_corpora, normalise
-from bench_quality import make_engine
+from _quality_engines import make_engine
 
 from zerda_async import ContextEngineConfig
 from zerda_async.core.vector_floor import Floor
