@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _common import (
-    command_line,
-    format_table,
-    pyplot,
-    save_png,
-    write_summary,
-)
+from _common import command_line, format_table, pyplot, save_png, write_summary
 from _scale_workers import MODES
 
 ISSUE_PER_CHUNK_MS = {"keyword-only": 88.0, "hybrid 64-dim f64": 108.0}

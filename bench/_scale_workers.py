@@ -17,15 +17,9 @@ from typing import Any, Literal
 
 import msgspec
 import numpy as np
-from _common import (
-    BenchChunk,
-    HashedEmbedder,
-    make_queries,
-    summarise,
-)
+from _common import BenchChunk, HashedEmbedder, make_queries, summarise
 
 WARMUP = 3
-PER_CHUNK_SIZE = 100_000
 MODES: dict[str, tuple[int, Literal["float64", "float32"]]] = {
     "keyword-only": (0, "float64"),
     "hybrid 384-dim f64": (384, "float64"),

@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from _common import (
-    BenchChunk,
-)
+from _common import BenchChunk
 
 from zerda_async import AsyncContextEngine
 from zerda_async.apps.server import EMBEDDER_SETTING

@@ -16,14 +16,7 @@ from _common import (
     format_table,
     percentile,
 )
-from _scaleout_latency import (
-    DIM,
-    HNSW_EF_CONSTRUCTION,
-    HNSW_M,
-    TARGET_RECALL,
-    Figures,
-    K,
-)
+from _scaleout_latency import DIM, HNSW_EF_CONSTRUCTION, HNSW_M, TARGET_RECALL, Figures, K
 
 TARGET_RATIO, TARGET_SCALEUP = 3.0, 1.6
 PROJECTED = 10_000_000

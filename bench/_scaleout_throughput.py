@@ -17,9 +17,7 @@ import time
 from pathlib import Path
 
 import httpx
-from _common import (
-    BenchChunk,
-)
+from _common import BenchChunk
 from _scaleout_latency import DIM, Figures
 from stores.replicas import ZERDA, replicas
 

@@ -51,14 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import command_line, describe_load, describe_machine, format_table, write_summary
 from _e5_vectors import E5Embedder, E5Vectors, cosine_ranker, e5_line
-from _quality_data import (
-    DATA,
-    OFF_TOPIC,
-    SEED,
-    Corpus,
-    load_corpora,
-    load_set,
-)
+from _quality_data import DATA, OFF_TOPIC, SEED, Corpus, load_corpora, load_set
 from _quality_engines import (
     bm25s_ranker,
     default_embedder,

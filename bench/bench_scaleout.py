@@ -62,11 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import numpy as np
-from _common import (
-    make_corpus,
-    make_queries,
-    write_summary,
-)
+from _common import make_corpus, make_queries, write_summary
 from _scaleout_latency import DIM, Figures, in_memory, load_store, store_runs
 from _scaleout_report import report
 from _scaleout_throughput import saved_directory, throughput
