@@ -161,13 +161,18 @@ def cosine_ranker(chunks: Sequence[Any], embedder: E5Embedder) -> Callable[[str]
 
 
 class E5Embedder:
-    """The bench's e5 wrapper in the engine's shape: ``f(query)`` and ``f.embed_batch(chunks)``."""
+    """The bench's e5 wrapper in the engine's shape: ``f(query)`` and ``f.embed_batch(chunks)``.
 
-    def __init__(self, vectors: E5Vectors) -> None:
+    ``vector_floor`` is the calibration of the relevance floor it carries: by
+    default the production embedder's (same model); ``None`` for none.  Two
+    wrappers over one ``E5Vectors`` share its vectors, so engines that differ
+    only in their floor cost no embedding twice.
+    """
+
+    def __init__(self, vectors: E5Vectors, vector_floor: Floor | None = E5_FLOOR) -> None:
         self.vectors = vectors
         self.name = "e5-small"
-        # The production embedder's calibration of the relevance floor (same model).
-        self.vector_floor: Floor | None = E5_FLOOR
+        self.vector_floor = vector_floor
 
     def __call__(self, text: Any) -> Any:
         return self.vectors.query(text)

@@ -54,9 +54,10 @@ from _common import (
 )
 from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import DATA, SEED, Corpus, Question, load_corpora
+from _quality_engines import engine_ranker, make_engine
+from _quality_metrics import context_metrics, ranking_metrics
 from bench_headings import SETS, load_documents
 from bench_quality import HEADERS as QUALITY_HEADERS
-from bench_quality import context_metrics, engine_ranker, make_engine, ranking_metrics
 from bench_quality import measure as measure_sets
 
 from zerda_async import ContextEngineConfig

@@ -2,9 +2,10 @@
 
 ``bench_quality.py``'s e5 row (recommended profile + multilingual-e5-small,
 convex fusion, vectors cached on disk) over its five corpora and questions
-(``load_corpora``: the same subsamples, seed and chunks), with the embedder's
-floor swapped per question: every question runs through both floors in turn
-on the same engine, so machine load and caches touch them alike.  Measured
+(``load_corpora``: the same subsamples, seed and chunks), with an engine a
+floor (each with an e5 wrapper carrying it, over the same cached vectors):
+every question runs through both floors in turn, so machine load touches them
+alike.  Measured
 per corpus and floor:
 
 * answer in the default context and false "nothing relevant" flags on the
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import command_line, describe_load, describe_machine, format_table, write_summary
 from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import DATA, SEED, Question, load_corpora, normalise
-from bench_quality import make_engine
+from _quality_engines import make_engine
 
 from zerda_async import ContextEngineConfig
 from zerda_async.core.vector_floor import Floor
@@ -41,14 +42,16 @@ FLOORS: list[tuple[str, Floor]] = [
 ]
 
 
-def flags(engine: Any, questions: Sequence[Question], answers: bool) -> list[tuple[float, float]]:
-    """Per floor: (share flagged "nothing relevant", share with an answer in the context)."""
+def flags(
+    engines: Sequence[Any], questions: Sequence[Question], answers: bool
+) -> list[tuple[float, float]]:
+    """Per floor (``engines``, in ``FLOORS`` order): (share flagged "nothing relevant", share
+    with an answer in the context)."""
     flagged = [0] * len(FLOORS)
     found = [0] * len(FLOORS)
     for q in questions:
         wanted = [normalise(a) for a in q.answers]
-        for i, (_, floor) in enumerate(FLOORS):
-            engine._state._index_floor = floor
+        for i, engine in enumerate(engines):
             result = engine.run(q.text, use_history=False, record_turn=False)
             flagged[i] += result.nothing_relevant
             if answers:
@@ -72,11 +75,19 @@ def main() -> None:
     e5 = E5Embedder(E5Vectors())
     rows = []
     for corpus in corpora:
-        engine = make_engine(ContextEngineConfig.recommended(), corpus.chunks, e5)
-        answerable = flags(engine, corpus.questions, True)
-        other = flags(engine, corpus.off_topic, False) if corpus.off_topic else None
+        # An engine a floor, each with an e5 wrapper carrying it over the same vectors.
+        engines = [
+            make_engine(
+                ContextEngineConfig.recommended(),
+                corpus.chunks,
+                E5Embedder(e5.vectors, vector_floor=floor),
+            )
+            for _, floor in FLOORS
+        ]
+        answerable = flags(engines, corpus.questions, True)
+        other = flags(engines, corpus.off_topic, False) if corpus.off_topic else None
         same = corpus.same_language_off_topic
-        own = flags(engine, same, False) if same else None
+        own = flags(engines, same, False) if same else None
         rows.append(
             [
                 corpus.name,
@@ -105,7 +116,8 @@ def main() -> None:
             f"Command: {command_line()}",
             f"Method: recommended profile + {e5.vectors.name} (convex fusion, cached vectors),"
             f" 400-character chunks, bench_quality.py's corpora and questions (seed {SEED});"
-            " each question runs through both floors in turn on the same engine. Cells:"
+            " each question runs through both floors in turn (an engine a floor, over the same"
+            " vectors). Cells:"
             f" {FLOORS[0][0]} → {FLOORS[1][0]}.",
             "",
             format_table(headers, rows),

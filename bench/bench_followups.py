@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import command_line, describe_load, describe_machine, format_table, write_summary
 from _followup_rewrite import ARCD_MASCULINE, XQUAD_SUBJECTS, Subject, rewrite_ar, rewrite_en
 from _quality_data import DATA, SEED, Corpus, Question, load_set, normalise
-from bench_quality import engine_ranker, make_engine
+from _quality_engines import engine_ranker, make_engine
 
 from zerda_async import ContextEngineConfig, ConversationHistory
 from zerda_async.core.followups import refers_back

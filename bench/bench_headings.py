@@ -49,13 +49,8 @@ from _common import (
 )
 from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import Corpus, Question, load_set, subsample
-from bench_quality import (
-    WIDE_BUDGET,
-    context_metrics,
-    engine_ranker,
-    make_engine,
-    ranking_metrics,
-)
+from _quality_engines import engine_ranker, make_engine
+from _quality_metrics import WIDE_BUDGET, context_metrics, ranking_metrics
 
 from zerda_async import ContextEngineConfig
 from zerda_async.core.index.chunks import SEARCH_HEADING

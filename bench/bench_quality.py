@@ -41,198 +41,29 @@ also times ``run()`` of both profiles over 100,000 synthetic chunks.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (
-    BenchChunk,
-    HashedEmbedder,
-    command_line,
-    describe_load,
-    describe_machine,
-    format_table,
-    make_corpus,
-    make_queries,
-    write_summary,
-)
+from _common import command_line, describe_load, describe_machine, format_table, write_summary
 from _e5_vectors import E5Embedder, E5Vectors, cosine_ranker, e5_line
-from _quality_data import (
-    DATA,
-    OFF_TOPIC,
-    SEED,
-    Corpus,
-    Question,
-    load_corpora,
-    load_set,
-    normalise,
+from _quality_data import DATA, OFF_TOPIC, SEED, Corpus, load_corpora, load_set
+from _quality_engines import (
+    bm25s_ranker,
+    default_embedder,
+    embedder_line,
+    engine_ranker,
+    make_engine,
 )
+from _quality_latency import latency
+from _quality_metrics import WIDE_BUDGET, context_metrics, ranking_metrics
 from _vector_floor import FLOOR_HEADERS, floor_sweep
 
-from sync_api import ContextEngine
 from zerda_async import ContextEngineConfig
-
-WIDE_BUDGET = 4000
-Ranked = Callable[[str], list[str]]
-
-
-def engine_ranker(engine: ContextEngine) -> Ranked:
-    """The profile's ranked doc ids: retrieve 20, filter, rank (its own components)."""
-    state = engine._state
-
-    retriever = state.retriever
-    assert retriever is not None, "index the engine first"
-
-    def ranked(query: str) -> list[str]:
-        analysis = state.analyzer.analyze(query)
-        found = retriever.retrieve(query, 20)
-        kept = state.chunk_filter.filter(found)
-        return [sc.doc_id for sc in state.ranker.rank(kept, analysis, 20)]
-
-    return ranked
-
-
-def bm25s_ranker(chunks: Sequence[BenchChunk]) -> Ranked:
-    """bm25s with its default tokenisation (English stop words, no stemmer)."""
-    import bm25s
-
-    retriever = bm25s.BM25()
-    retriever.index(
-        bm25s.tokenize([c.text for c in chunks], show_progress=False), show_progress=False
-    )
-    ids = [c.doc_id for c in chunks]
-
-    def ranked(query: str) -> list[str]:
-        tokens = bm25s.tokenize([query], show_progress=False)
-        if not tokens.vocab:
-            return []
-        k = min(20, len(ids))
-        docs, _ = retriever.retrieve(tokens, k=k, show_progress=False)
-        return [ids[int(i)] for i in docs[0]]
-
-    return ranked
-
-
-class CachedEmbedder:
-    """A batch embedder that embeds each distinct text once per bench run.
-
-    The mixed corpus repeats the other two, and every question is embedded by
-    ranking, by the default context and by the wide one: the memo keeps the
-    run to a few minutes.  ``texts`` and ``seconds`` count the real embedding
-    work (the indexing throughput reported with the table).
-    """
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = type(inner).__name__
-        self._memo: dict[str, Any] = {}
-        self.texts = 0
-        self.seconds = 0.0
-
-    def embed_batch(self, texts: Sequence[Any]) -> Any:
-        import numpy as np
-
-        items = [str(t or "") for t in texts]
-        missing = list(dict.fromkeys(t for t in items if t not in self._memo))
-        if missing:
-            started = time.perf_counter()
-            rows = self.inner.embed_batch(missing)
-            self.seconds += time.perf_counter() - started
-            self.texts += len(missing)
-            self._memo.update(zip(missing, rows, strict=True))
-        return np.stack([self._memo[t] for t in items])
-
-    def __call__(self, text: Any) -> Any:
-        return self.embed_batch([text])[0]
-
-
-def make_engine(config: ContextEngineConfig, chunks: Sequence[BenchChunk], embedder: Any) -> Any:
-    """A sync engine over ``chunks``, its vectors embedded in batches when ``embedder`` is set.
-
-    The facade's ``index()`` takes only ``embed_fn`` (one call per chunk); the
-    engine state takes the batch form too, as the async engine does.  The
-    batch function embeds the chunks and ``embed_fn`` the queries, so an
-    asymmetric embedder (e5: ``passage: `` / ``query: ``) gets each its form.
-    """
-    config.cache.enabled = False
-    engine = ContextEngine(config)
-    if embedder is None:
-        engine.index(list(chunks))
-    else:
-        engine._state.index(list(chunks), embedder, batch_embed_fn=embedder.embed_batch)
-    return engine
-
-
-def default_embedder() -> CachedEmbedder | None:
-    """``zerda_async.embedders.default_embedder()`` (memoised), or None when none is installed."""
-    from zerda_async.embedders import default_embedder as factory
-
-    found = factory()
-    return None if found is None else CachedEmbedder(found)
-
-
-# -- measuring ----------------------------------------------------------------------------
-
-
-def ranking_metrics(ranked: Ranked, questions: Sequence[Question]) -> tuple[float, float, float]:
-    """recall@5, recall@20 and MRR@20 over ``questions``."""
-    r5 = r20 = mrr = 0.0
-    for q in questions:
-        ids = ranked(q.text)[:20]
-        first = next((i for i, d in enumerate(ids) if d in q.relevant), None)
-        if first is not None:
-            r20 += 1
-            r5 += first < 5
-            mrr += 1 / (first + 1)
-    n = len(questions)
-    return r5 / n, r20 / n, mrr / n
-
-
-@dataclass
-class ContextFigures:
-    """What the contexts of one profile measure on one corpus."""
-
-    default: float  # answer in the default context
-    wide: float  # answer in a WIDE_BUDGET context
-    mean_len: float  # mean default context length (characters)
-    false_flags: float  # answerable questions reported as "nothing relevant"
-    off_topic: float | None  # questions of the other language's set reported so
-
-
-def context_metrics(
-    engine: Any, questions: Sequence[Question], off_topic: Sequence[Question]
-) -> ContextFigures:
-    """Answer in the default and the wide context, mean default length, relevance flags."""
-    default = wide = flagged = 0
-    lengths = []
-    for q in questions:
-        answers = [normalise(a) for a in q.answers]
-        result = engine.run(q.text, use_history=False, record_turn=False)
-        lengths.append(len(result.context))
-        default += any(a in normalise(result.context) for a in answers)
-        flagged += result.nothing_relevant
-        ctx = engine.run(
-            q.text, override_budget=WIDE_BUDGET, use_history=False, record_turn=False
-        ).context
-        wide += any(a in normalise(ctx) for a in answers)
-    off = sum(
-        engine.run(q.text, use_history=False, record_turn=False).nothing_relevant for q in off_topic
-    )
-    n = len(questions)
-    return ContextFigures(
-        default / n,
-        wide / n,
-        statistics.fmean(lengths),
-        flagged / n,
-        off / len(off_topic) if off_topic else None,
-    )
-
 
 Profile = tuple[str, Callable[[], ContextEngineConfig] | str, Any]
 """(label, config factory or the name of a ranking-only reference, embedder)."""
@@ -331,81 +162,6 @@ def measure(corpora: Sequence[Corpus], systems: Sequence[Profile]) -> list[list[
             )
             print(" | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
     return rows
-
-
-class _SyntheticBatch:
-    """``HashedEmbedder`` with the batch form: the same vectors for both profiles."""
-
-    def __init__(self, dim: int) -> None:
-        self._inner = HashedEmbedder(dim)
-
-    def __call__(self, text: Any) -> Any:
-        return self._inner.vector(text)
-
-    def embed_batch(self, texts: Sequence[Any]) -> Any:
-        return self._inner.matrix(texts)
-
-
-def _median_run_ms(engine: Any, queries: Sequence[str]) -> float:
-    for q in queries[:20]:  # warm-up: caches of term weights and analysed chunks
-        engine.run(q, use_history=False, record_turn=False)
-    times = []
-    for q in queries:
-        start = time.perf_counter()
-        engine.run(q, use_history=False, record_turn=False)
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
-
-
-def latency(n_chunks: int, n_queries: int, dim: int) -> list[list[Any]]:
-    """Median ``run()`` of both profiles (cache off) over synthetic chunks.
-
-    Keyword only, then hybrid with the same synthetic ``dim``-dimensional vectors
-    for both profiles (the default embedder's size; its own query time is
-    measured apart), so the rows compare the pipelines, not the embedders.
-    """
-    chunks = make_corpus(n_chunks)
-    queries = make_queries(n_queries)
-    rows: list[list[Any]] = []
-    for mode, embedder in (("keyword only", None), (f"hybrid, {dim} dims", _SyntheticBatch(dim))):
-        medians: dict[str, float] = {}
-        for label, factory in (
-            ("documented", ContextEngineConfig),
-            ("recommended", ContextEngineConfig.recommended),
-        ):
-            engine = make_engine(factory(), chunks, embedder)
-            medians[label] = _median_run_ms(engine, queries)
-            del engine  # one index in memory at a time
-            rows.append(
-                [
-                    label,
-                    mode,
-                    f"{n_chunks:,}",
-                    len(queries),
-                    f"{medians[label]:.2f} ms",
-                    f"{medians[label] / medians['documented']:.2f}x",
-                ]
-            )
-    return rows
-
-
-def embedder_line(embedder: CachedEmbedder | None, queries: Sequence[str]) -> str:
-    """Indexing throughput and query time of the default embedder, as measured in this run."""
-    if embedder is None or not embedder.texts:
-        return "Default embedder: none installed."
-    inner = embedder.inner
-    times = []
-    for q in queries[:200]:
-        start = time.perf_counter()
-        inner(q)
-        times.append((time.perf_counter() - start) * 1000)
-    rate = embedder.texts / embedder.seconds
-    return (
-        f"Default embedder: {embedder.name} ({inner!r}); indexing embedded "
-        f"{embedder.texts:,} distinct texts in {embedder.seconds:.1f} s "
-        f"({rate:,.0f} texts/s, batches of up to 512); one query "
-        f"{statistics.median(times):.2f} ms median."
-    )
 
 
 HEADERS = [

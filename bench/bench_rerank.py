@@ -41,7 +41,7 @@ article: **tune** = even articles, **report** = odd ones.  Parameters are
 chosen on tune and confirmed, unchanged, on report.  Chunks: 400 characters,
 the product's chunker.  The fixed systems (keyword-only, e5-only, ``base``,
 ``vw``, e5 without marks): retrieve 20 -> filter -> rank with the profile's
-components, as ``bench_quality.engine_ranker``.  The reranks: the same
+components, as ``_quality_engines.engine_ranker``.  The reranks: the same
 profile retrieving and ranking ``depth`` (30), reordered; ``base, ranked 30
 cut to 20`` is that list unchanged (ranking deeper moves a few chunks).
 recall@20 and MRR@20 of the first 20.
@@ -80,10 +80,10 @@ from _common import (
 )
 from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import DATA, Corpus, Question, articles_subset, cross_lingual, load_set
+from _quality_engines import make_engine
 from _rerank_cost import index_cost
 from _rerank_fit import CHEAP, fit, learned
 from _sentences import sentences
-from bench_quality import make_engine
 
 from zerda_async import ContextEngineConfig
 

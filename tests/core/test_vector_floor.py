@@ -10,6 +10,7 @@ import anyio
 import numpy as np
 import pytest
 
+from sync_api import ContextEngine
 from zerda_async import AsyncContextEngine, ContextEngineConfig
 from zerda_async.core.composer import SmartContextComposer
 from zerda_async.core.floor_model import MarginRule
@@ -210,6 +211,18 @@ def test_a_calibrated_embedder_answers_across_languages_an_uncalibrated_one_does
     question = ["أين يجري النيل؟"]  # "Where does the Nile flow?"
     assert anyio.run(_ask, ToyEmbedder(VectorFloor(accept=0.5, agree=0.1)), question) == [False]
     assert anyio.run(_ask, ToyEmbedder(None), question) == [True]  # keyword floor only
+
+
+def test_engines_over_one_corpus_differ_only_by_their_embedders_floor() -> None:
+    """The floor is the embedder's, in the sync facade too: to compare two calibrations on
+    one corpus, index once with an embedder carrying each (bench/bench_floor.py does)."""
+    question = "أين يجري النيل؟"  # "Where does the Nile flow?"
+    flagged = []
+    for floor in (VectorFloor(accept=0.5, agree=0.1), None):
+        engine = ContextEngine(ContextEngineConfig.recommended())
+        engine.index(CHUNKS, embed_fn=ToyEmbedder(floor))
+        flagged.append(engine.run(question).nothing_relevant)
+    assert flagged == [False, True]
 
 
 def test_placeholders_do_not_shrink_the_adaptive_budget() -> None:
