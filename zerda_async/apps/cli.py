@@ -34,11 +34,11 @@ from zerda_async.apps._cli_args import (
 )
 from zerda_async.apps._cli_index import cmd_index
 from zerda_async.apps._cli_run import cmd_demo, cmd_query, cmd_serve
-from zerda_async.apps._console import PROG, err, format_timings
+from zerda_async.apps._console import PROG, err
 from zerda_async.apps._interrupt import EmbeddingInterrupted
 from zerda_async.errors import ZerdaError
 
-__all__ = ["build_parser", "format_timings", "main"]
+__all__ = ["build_parser", "main"]
 
 _UTF8 = ("utf-8", "utf8")
 
