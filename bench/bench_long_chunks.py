@@ -25,7 +25,7 @@ import gzip
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,9 @@ from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import Corpus, Question
 from bench_covid import split
 from bench_headings import SETS
+from bench_quality import HEADERS as QUALITY_HEADERS
 from bench_quality import context_metrics, engine_ranker, make_engine, ranking_metrics
+from bench_quality import measure as measure_sets
 
 from zerda_async import ContextEngineConfig
 from zerda_async.core.index.chunks import SEARCH_HEADING
@@ -140,6 +142,44 @@ def measure(
     return out
 
 
+def _by_length(long_size: int, long_from: int) -> Callable[[str, int], list[str]]:
+    """``split_text`` with the length rule (each COVID-QA article is one paragraph)."""
+    from zerda_async.apps import split_text
+
+    def by_length(text: str, chunk_size: int) -> list[str]:
+        pieces: list[str] = split_text(
+            text, chunk_size_for(len(text), chunk_size, long_size, long_from)
+        )
+        return pieces
+
+    return by_length
+
+
+def quality_sets(sizes: Sequence[int], long_from: int, e5: E5Embedder | None) -> str:
+    """``bench_quality``'s corpora that hold a long article (its 20 COVID-QA articles, mixed)
+    at 400 characters everywhere and with the length rule: every figure of ``bench_quality``.
+
+    Its chunker (``split_text``) is given each paragraph's size by the rule; no
+    ARCD or XQuAD article is long, so its paragraphs keep 400 characters.
+    """
+    import _quality_data
+
+    from zerda_async.apps import split_text
+
+    systems: list[Any] = [("keyword only", ContextEngineConfig.recommended, None)]
+    if e5 is not None:
+        systems.append(("+ e5", ContextEngineConfig.recommended, e5))
+    rows = []
+    for size in sizes:
+        _quality_data.split_text = _by_length(size, long_from)  # type: ignore[attr-defined,assignment]
+        corpora = _quality_data.load_corpora(_quality_data.DATA, BASE, 500)[1:3]
+        label = "400 everywhere" if size == BASE else f"{size} from {long_from:,}"
+        for row in measure_sets(corpora, systems):
+            rows.append([row[0], label, *row[1:]])
+    _quality_data.split_text = split_text  # type: ignore[attr-defined]
+    return format_table([QUALITY_HEADERS[0], "chunk size", *QUALITY_HEADERS[1:]], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--e5", action="store_true", help="add the e5 rows (cached vectors)")
@@ -147,9 +187,20 @@ def main() -> None:
     parser.add_argument("--sizes", default="400,500,600", help="long-document chunk sizes")
     parser.add_argument("--long-from", type=int, default=8000, help="long from this length")
     parser.add_argument("--halves", default="tune", help="tune, report or tune,report")
+    parser.add_argument(
+        "--quality",
+        action="store_true",
+        help="instead: bench_quality's corpora with a long article",
+    )
     args = parser.parse_args()
     e5 = E5Embedder(E5Vectors()) if args.e5 else None
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.quality:
+        table = quality_sets(sizes, args.long_from, e5)
+        out = f"Load: {describe_load()}\nCommand: {command_line()}\n\n{table}\n"
+        print(out)
+        print(f"written to {write_summary('long-chunks-quality', out)}")
+        return
     headers = ["chunk size", "system", "half", "chunks", "recall@5", "recall@20", "MRR@20"]
     if args.contexts:
         headers += ["answer in default ctx", "answer in 4,000-char ctx"]

@@ -13,6 +13,7 @@ Readers block (file I/O, parsing): call them from a worker thread in async code.
 
 from ._bidi import normalise_presentation_forms, visual_to_logical
 from ._chunking import (
+    LONG_DOCUMENT,
     PARAGRAPH_BREAK,
     SENTENCE_END,
     DocumentChunk,
@@ -26,6 +27,7 @@ from ._registry import READERS, Reader, read_document, reader_for
 from ._text import read_text_file
 
 __all__ = [
+    "LONG_DOCUMENT",
     "PARAGRAPH_BREAK",
     "READERS",
     "SENTENCE_END",

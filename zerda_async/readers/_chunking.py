@@ -22,6 +22,7 @@ import msgspec
 from ._document import Document
 
 __all__ = [
+    "LONG_DOCUMENT",
     "PARAGRAPH_BREAK",
     "SENTENCE_END",
     "DocumentChunk",
@@ -153,7 +154,18 @@ def chunk_document(document: Document, max_chars: int = 800) -> list[DocumentChu
     ]
 
 
-def chunk_size_for(length: int, chunk_size: int, long_chunk_size: int, long_from: int) -> int:
+LONG_DOCUMENT = 8000
+"""Characters from which :func:`chunk_size_for` calls a document long.
+
+Above every article of the Wikipedia-style public sets (ARCD, XQuAD: at most
+5,547 characters whole) and below 83 of COVID-QA's 98 scientific articles
+(``bench/bench_long_chunks.py``).
+"""
+
+
+def chunk_size_for(
+    length: int, chunk_size: int, long_chunk_size: int, long_from: int = LONG_DOCUMENT
+) -> int:
     """The chunk size of a document of ``length`` characters: ``long_chunk_size`` when it is long.
 
     A long document (at least ``long_from`` characters: a scientific article,
