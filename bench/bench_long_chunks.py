@@ -192,7 +192,24 @@ def main() -> None:
         action="store_true",
         help="instead: bench_quality's corpora with a long article",
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--floor",
+        type=int,
+        default=0,
+        metavar="SIZE",
+        help="instead: bench_floor.py (its own flags follow) with the rule at this long size",
+    )
+    args, rest = parser.parse_known_args()
+    if args.floor:
+        import _quality_data
+        import bench_floor
+
+        _quality_data.split_text = _by_length(args.floor, args.long_from)  # type: ignore[attr-defined,assignment]
+        sys.argv = [bench_floor.__file__, *rest]
+        bench_floor.main()
+        return
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     e5 = E5Embedder(E5Vectors()) if args.e5 else None
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.quality:
