@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from zerda_async.apps._chunk_sizes import chunk_sizes, describe_chunk_sizes
-from zerda_async.apps._ingest import read_paths
+from zerda_async.apps._ingest import Chunk, read_paths
 from zerda_async.apps._saved_index import MANIFEST_NAME
 from zerda_async.errors import UsageError
 from zerda_async.readers import LONG_DOCUMENT
@@ -32,8 +33,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _lengths(chunks: list[object], name: str) -> list[int]:
-    return [len(c.text) for c in chunks if c.metadata["source"].endswith(name)]  # type: ignore[attr-defined]
+def _lengths(chunks: Sequence[Chunk], name: str) -> list[int]:
+    return [len(c.text) for c in chunks if c.metadata["source"].endswith(name)]
 
 
 def test_read_paths_cuts_only_long_files_larger(folder: Path) -> None:
