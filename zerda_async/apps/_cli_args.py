@@ -7,6 +7,13 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from zerda_async.apps._chunk_sizes import (
+    CHUNK_SIZES,
+    LONG_CHUNK_SIZES,
+    MAX_CHUNK,
+    MIN_CHUNK,
+    check_chunk_size,
+)
 from zerda_async.apps._console import PROG
 from zerda_async.apps._ingest import SUFFIXES
 from zerda_async.apps._profiles import (
@@ -15,31 +22,18 @@ from zerda_async.apps._profiles import (
     EMBEDDER_CHOICES,
     PROFILES,
 )
-from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.templates import TEMPLATE_NAMES
 from zerda_async.errors import UsageError
 
 __all__ = [
     "CHUNK_SIZES",
+    "LONG_CHUNK_SIZES",
     "MAX_CHUNK",
     "MIN_CHUNK",
     "build_parser",
     "check_chunk_size",
     "where_filters",
 ]
-
-
-# The chunk filter's length window (documented defaults): a chunk outside it is
-# dropped at query time, so a chunk size outside it is refused up front.
-_FILTER = ContextEngineConfig().filter_cfg
-
-MIN_CHUNK = _FILTER.min_chunk_length
-
-MAX_CHUNK = _FILTER.max_chunk_length
-
-# Default --chunk-size by profile: a few chunks fit the recommended profile's
-# smallest budget (2,000 characters); 800 is what the documented CLI always used.
-CHUNK_SIZES = {"recommended": 400, "documented": 800}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -177,6 +171,14 @@ def _add_index(commands: Any) -> None:
         help=f"maximum characters per chunk, {MIN_CHUNK}-{MAX_CHUNK} (default 400 with the "
         "recommended profile, 800 with the documented one): the chunk filter drops chunks "
         "outside its length window",
+    )
+    p.add_argument(
+        "--long-chunk-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="maximum characters per chunk in files of 8,000 characters or more (default 600 "
+        "with the recommended profile; 0, or --chunk-size alone: as every file)",
     )
     p.add_argument(
         "--all-files",
@@ -390,11 +392,3 @@ def _version() -> str:
         return version("zerda-async")
     except PackageNotFoundError:
         return "(not installed)"
-
-
-def check_chunk_size(size: int) -> None:
-    if not MIN_CHUNK <= size <= MAX_CHUNK:
-        raise UsageError(
-            f"--chunk-size {size} is outside the chunk filter's window ({MIN_CHUNK}-{MAX_CHUNK} "
-            "characters): its chunks would be dropped from every context"
-        )

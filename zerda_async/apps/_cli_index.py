@@ -10,10 +10,11 @@ from typing import Any
 
 import anyio
 
-from zerda_async.apps._cli_args import (
-    CHUNK_SIZES,
+from zerda_async.apps._chunk_sizes import (
     MIN_CHUNK,
-    check_chunk_size,
+    ChunkSizes,
+    chunk_sizes,
+    describe_chunk_sizes,
 )
 from zerda_async.apps._console import PROG, err
 from zerda_async.apps._index_vectors import VECTOR_CACHE, start_embedding, store_vectors
@@ -69,8 +70,8 @@ def _index(args: argparse.Namespace) -> int:
     if existing is not None:
         return _add_to_saved(args, out, existing)
     profile = args.profile or DEFAULT_PROFILE
-    chunk_size = args.chunk_size or CHUNK_SIZES[profile]
-    report = _read_report(args, chunk_size)
+    sizes = chunk_sizes(args, profile)
+    report = _read_report(args, sizes)
     config = profile_config(profile)
     choice = choose_embedder(profile, args.embedder, args.dim or DEFAULT_DIM)
     manifest = _index_manifest(profile, config, choice.name, choice.embedder)
@@ -103,7 +104,7 @@ def _index(args: argparse.Namespace) -> int:
     print(report.describe_kinds())
     if embedding is not None:
         print(embedding.summary())
-    print(f"{describe_embedder(manifest)}; chunks of at most {chunk_size} characters")
+    print(f"{describe_embedder(manifest)}; {describe_chunk_sizes(sizes)}")
     return 0
 
 
@@ -146,8 +147,8 @@ def _add_to_saved(args: argparse.Namespace, out: Path, manifest: IndexManifest) 
             "embedder to add chunks with; pass --replace to build it anew from these files"
         )
     _check_same_build(args, out, manifest)
-    chunk_size = args.chunk_size or CHUNK_SIZES.get(manifest.profile, CHUNK_SIZES[DEFAULT_PROFILE])
-    report = _read_report(args, chunk_size)
+    sizes = chunk_sizes(args, manifest.profile)
+    report = _read_report(args, sizes)
     # The new chunks are embedded through the index's vector cache, as a first build's are.
     recorded = make_embedder(manifest, out)
     embedding = None
@@ -185,7 +186,7 @@ def _add_to_saved(args: argparse.Namespace, out: Path, manifest: IndexManifest) 
     )
     if embedding is not None:
         print(embedding.summary())
-    print(f"{describe_embedder(manifest)}; chunks of at most {chunk_size} characters")
+    print(f"{describe_embedder(manifest)}; {describe_chunk_sizes(sizes)}")
     return 0
 
 
@@ -227,9 +228,8 @@ def check_profile(args: argparse.Namespace, index_dir: str) -> IndexManifest:
     return manifest
 
 
-def _read_report(args: argparse.Namespace, chunk_size: int) -> Any:
+def _read_report(args: argparse.Namespace, sizes: ChunkSizes) -> Any:
     """Read and chunk the paths, reporting what was skipped, ignored or too short."""
-    check_chunk_size(chunk_size)
     quiet = bool(getattr(args, "quiet", False))
 
     def progress(total: int) -> Progress:
@@ -238,7 +238,8 @@ def _read_report(args: argparse.Namespace, chunk_size: int) -> Any:
     try:
         report = read_paths(
             args.paths,
-            max_chars=chunk_size,
+            max_chars=sizes[0],
+            long_chars=sizes[1],
             all_files=args.all_files,
             min_chars=MIN_CHUNK,
             progress=progress,
@@ -300,7 +301,7 @@ def _index_into_store(args: argparse.Namespace) -> int:
                 "match it (leave --dim out)"
             )
     profile = recorded.profile if recorded is not None else args.profile or DEFAULT_PROFILE
-    report = _read_report(args, args.chunk_size or CHUNK_SIZES[profile])
+    report = _read_report(args, chunk_sizes(args, profile))
     if recorded is not None:
         choice, mine = EmbedderChoice(recorded.make_embedder(), recorded.embedder), recorded
     else:

@@ -57,6 +57,7 @@ from zerda_async.readers import (
     Document,
     UnreadableDocument,
     chunk_document,
+    chunk_size_for,
     read_text_file,
     reader_for,
 )
@@ -248,7 +249,9 @@ def _read_jsonl(path: Path, label: str, max_chars: int, report: IngestReport) ->
             report.skipped.append(Skipped(f"{path}:{line_no}", str(exc)))
 
 
-def _read_file(path: Path, label: str, max_chars: int, report: IngestReport) -> None:
+def _read_file(
+    path: Path, label: str, max_chars: int, report: IngestReport, long_chars: int = 0
+) -> None:
     if path.suffix.lower() == ".jsonl":
         _read_jsonl(path, label, max_chars, report)
         return
@@ -261,7 +264,8 @@ def _read_file(path: Path, label: str, max_chars: int, report: IngestReport) -> 
         return
     report.files.append(str(path))
     report.count(reader.kind, read=True)
-    report.chunks.extend(document_chunks(document, label, max_chars))
+    size = chunk_size_for(len(document.text), max_chars, long_chars)
+    report.chunks.extend(document_chunks(document, label, size))
 
 
 def _files_to_read(
@@ -301,6 +305,7 @@ def read_paths(
     all_files: bool = False,
     min_chars: int = 0,
     progress: Callable[[int], FileProgress] | None = None,
+    long_chars: int = 0,
 ) -> IngestReport:
     """Read every file named in ``paths`` and the supported files of every folder (recursively).
 
@@ -312,7 +317,10 @@ def read_paths(
     not exist.  Chunks shorter than ``min_chars`` are kept and counted in
     :attr:`IngestReport.short`.  ``progress(total)``, when given, is called
     once with the number of files to read and returns what counts them
-    (``advance(1)`` after each file, ``close()`` at the end).
+    (``advance(1)`` after each file, ``close()`` at the end).  ``long_chars``
+    (> 0) is the chunk size of a long file (at least
+    :data:`~zerda_async.readers.LONG_DOCUMENT` characters of text,
+    :func:`~zerda_async.readers.chunk_size_for`); a JSON Lines record is cut at ``max_chars``.
     """
     if max_chars < 1:
         raise ValueError(f"max_chars must be positive, got {max_chars}")
@@ -321,7 +329,7 @@ def read_paths(
     counter = None if progress is None else progress(len(files))
     try:
         for path, label in files:
-            _read_file(path, label, max_chars, report)
+            _read_file(path, label, max_chars, report, long_chars)
             if counter is not None:
                 counter.advance(1)
     finally:

@@ -1,7 +1,7 @@
 """``zerda``: index files, query a saved index, serve it over HTTP, or run the demo.
 
     zerda index PATH... (--out DIR | --store postgresql://...) [--profile P] [--embedder E]
-                [--chunk-size N] [--dim N] [--all-files]
+                [--chunk-size N] [--long-chunk-size N] [--dim N] [--all-files]
     zerda query DIR "question" [--template T] [--budget N] [--max-chunks N]
                 [--filter KEY=VALUE]... [--where KEY=VALUE]... [--timeout S] [--json]
                 [--profile P] [--embedder E]

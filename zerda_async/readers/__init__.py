@@ -12,13 +12,22 @@ Readers block (file I/O, parsing): call them from a worker thread in async code.
 """
 
 from ._bidi import normalise_presentation_forms, visual_to_logical
-from ._chunking import PARAGRAPH_BREAK, SENTENCE_END, DocumentChunk, chunk_document, chunk_spans
+from ._chunking import (
+    LONG_DOCUMENT,
+    PARAGRAPH_BREAK,
+    SENTENCE_END,
+    DocumentChunk,
+    chunk_document,
+    chunk_size_for,
+    chunk_spans,
+)
 from ._document import Document, Heading, UnreadableDocument
 from ._html import html_document, stripped_blocks
 from ._registry import READERS, Reader, read_document, reader_for
 from ._text import read_text_file
 
 __all__ = [
+    "LONG_DOCUMENT",
     "PARAGRAPH_BREAK",
     "READERS",
     "SENTENCE_END",
@@ -28,6 +37,7 @@ __all__ = [
     "Reader",
     "UnreadableDocument",
     "chunk_document",
+    "chunk_size_for",
     "chunk_spans",
     "html_document",
     "normalise_presentation_forms",

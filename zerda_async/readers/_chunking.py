@@ -21,7 +21,15 @@ import msgspec
 
 from ._document import Document
 
-__all__ = ["PARAGRAPH_BREAK", "SENTENCE_END", "DocumentChunk", "chunk_document", "chunk_spans"]
+__all__ = [
+    "LONG_DOCUMENT",
+    "PARAGRAPH_BREAK",
+    "SENTENCE_END",
+    "DocumentChunk",
+    "chunk_document",
+    "chunk_size_for",
+    "chunk_spans",
+]
 
 PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 """A blank line (spaces or tabs allowed on it): where one paragraph ends and the next begins."""
@@ -144,3 +152,27 @@ def chunk_document(document: Document, max_chars: int = 800) -> list[DocumentChu
         )
         for start, end in chunk_spans(document.text, max_chars, breaks)
     ]
+
+
+LONG_DOCUMENT = 8000
+"""Characters from which :func:`chunk_size_for` calls a document long.
+
+Above every article of the Wikipedia-style public sets (ARCD, XQuAD: at most
+5,547 characters whole) and below 83 of COVID-QA's 98 scientific articles
+(``bench/bench_long_chunks.py``).
+"""
+
+
+def chunk_size_for(
+    length: int, chunk_size: int, long_chunk_size: int, long_from: int = LONG_DOCUMENT
+) -> int:
+    """The chunk size of a document of ``length`` characters: ``long_chunk_size`` when it is long.
+
+    A long document (at least ``long_from`` characters: a scientific article,
+    a report) answers a question in a passage that a short chunk splits from
+    the words the question shares with it; a short one (a few paragraphs)
+    keeps ``chunk_size``.  ``long_chunk_size`` 0 keeps ``chunk_size`` for all.
+    """
+    if long_chunk_size > 0 and length >= long_from:
+        return long_chunk_size
+    return chunk_size
