@@ -47,13 +47,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BenchChunk, describe_load, describe_machine, format_table
 from _e5_vectors import E5Embedder, E5Vectors
-from _quality_data import DATA, Question
-from bench_floor import VARIANTS, Plan, build, halves, make_engine, measure, twins
+from _quality_data import DATA, Question, normalise
+from bench_floor import Plan, build, halves, make_engine, twins
 
-from zerda_async.core.floor_model import script_of
+from zerda_async.core.floor_model import FloorModel, FloorWeights, MarginRule, script_of
+from zerda_async.core.vector_floor import Floor
+from zerda_async.embedders import E5_FLOOR, E5_MARGIN_FLOOR
+from zerda_async.embedders import E5Embedder as ProductE5
 
 Matrix = NDArray[np.float64]
-SCORES = ("plain cosine", "mean-centred", "projected")
+SCORES = ("plain cosine", "mean-centred", "projected", "shipped direction")
 
 
 def unit(rows: Any) -> Matrix:
@@ -81,6 +84,33 @@ def project(query: Matrix, d: Matrix | None) -> Matrix:
     return query if d is None else query - float(query @ d) * d
 
 
+def tune_direction(corpora: dict[str, list[BenchChunk]], vectors: E5Vectors) -> Matrix:
+    """The shipped direction's measurement: script means of the tune half's chunks.
+
+    The chunks of the even articles of the four sets (XQuAD en and ar, ARCD,
+    COVID-QA), unit passage vectors, averaged by script.
+    """
+    rows: dict[str, list[Matrix]] = {}
+    for name in ("XQuAD en", "XQuAD ar", "ARCD", "COVID-QA"):
+        tune = [c for c in corpora[name] if int(c.doc_id.split("-")[1]) % 2 == 0]
+        matrix = unit(vectors.passages([c.text for c in tune]))
+        for script in ("ar", "other"):
+            picked = [i for i, c in enumerate(tune) if script_of(c.text) == script]
+            rows.setdefault(script, []).append(matrix[picked])
+    means = {s: np.concatenate(r).mean(axis=0) for s, r in rows.items()}
+    d = direction(means)
+    assert d is not None
+    return d
+
+
+def direction_code(d: Matrix) -> str:
+    """``d`` as the source of ``zerda_async/embedders/_e5_direction.py``'s constant."""
+    values = [f"{float(v):.6f}" for v in d]
+    lines = [", ".join(values[i : i + 8]) + "," for i in range(0, len(values), 8)]
+    body = "\n".join(f"        {line}" for line in lines)
+    return f"E5_DIRECTION = ScriptDirection(\n    (\n{body}\n    )\n)"
+
+
 def extended(covid_articles: int) -> tuple[dict[str, list[BenchChunk]], Plan]:
     """The floor bench's corpora and plan, plus English questions over XQuAD ar + COVID-QA."""
     corpora, plan = build(DATA, covid_articles)
@@ -93,6 +123,7 @@ def extended(covid_articles: int) -> tuple[dict[str, list[BenchChunk]], Plan]:
 
 
 def ranks(
+    shipped: Matrix,
     vectors: Matrix,
     scripts: Sequence[str],
     ids: Sequence[str],
@@ -110,8 +141,9 @@ def ranks(
         for s, m in means.items():
             centred[tags == s] -= float(q @ m)
         projected = vectors @ unit(project(q, d))
+        centring = vectors @ unit(project(q, shipped))
         relevant = [i for i, doc in enumerate(ids) if doc in question.relevant]
-        for name, score in zip(SCORES, (plain, centred, projected), strict=True):
+        for name, score in zip(SCORES, (plain, centred, projected, centring), strict=True):
             order = np.argsort(-np.round(score, 12), kind="stable")
             at = np.empty(len(order), dtype=np.int64)
             at[order] = np.arange(1, len(order) + 1)
@@ -122,7 +154,8 @@ def ranks(
 def vector_lists(
     corpora: dict[str, list[BenchChunk]], plan: Plan, per_half: int, vectors: E5Vectors
 ) -> str:
-    """Part 1's table."""
+    """Part 1's table (``shipped direction``: ``E5Embedder.script_direction``)."""
+    shipped = np.asarray(ProductE5.script_direction.unit)
     rows = []
     for kind, label, questions, corpus in plan:
         if not kind.startswith("answerable"):
@@ -133,7 +166,7 @@ def vector_lists(
         ids = [c.doc_id for c in chunks]
         for half, picked in halves(questions, per_half).items():
             qs = unit(vectors.queries([q.text for q in picked]))
-            found = ranks(matrix, scripts, ids, qs, picked)
+            found = ranks(shipped, matrix, scripts, ids, qs, picked)
             row: list[Any] = [
                 half,
                 kind.removeprefix("answerable, "),
@@ -151,55 +184,63 @@ def vector_lists(
     return format_table(headers, sorted(rows, key=lambda r: (r[0] != "tune", r[1], r[2])))
 
 
-class ProjectedE5(E5Embedder):
-    """The bench's e5 wrapper whose question vectors lose their component along ``d``."""
+FLOOR_BEFORE = FloorModel(
+    same=FloorWeights(-60.5014, (67.869, 45.7422, 7.214, 1.8868)),
+    cross=FloorWeights(-22.8246, (25.2675, 60.5256, 5.952, -0.0375)),
+    depth=50,
+    cross_alone=MarginRule(E5_MARGIN_FLOOR.accept, E5_MARGIN_FLOOR.agree),
+)
+"""``E5_FLOOR`` as fitted on cosines without script centring (before this bench)."""
 
-    def __init__(self, vectors: E5Vectors, d: Matrix | None) -> None:
-        super().__init__(vectors)
-        self.direction = d
+SETTINGS: list[tuple[str, bool, Floor]] = [
+    ("before (no centring, E5_FLOOR of before)", False, FLOOR_BEFORE),
+    ("centred, E5_MARGIN_FLOOR", True, E5_MARGIN_FLOOR),
+    ("centred, E5_FLOOR (recommended)", True, E5_FLOOR),
+]
+"""Part 2's engines: (label, retriever.script_centring, the floor)."""
 
-    def __call__(self, text: Any) -> Any:
-        return project(np.asarray(super().__call__(text), dtype=np.float64), self.direction)
+
+def run(engine: Any, q: Question, answerable: bool) -> list[tuple[bool, bool]]:
+    """Per setting: (flagged "nothing relevant", an answer in the default context)."""
+    state = engine._state
+    answers = [normalise(a) for a in q.answers]
+    out = []
+    for _, centring, floor in SETTINGS:
+        state.config.retriever.script_centring = centring
+        state._index_floor = floor
+        result = engine.run(q.text, use_history=False, record_turn=False)
+        context = normalise(result.context)
+        found = answerable and any(a in context for a in answers)
+        out.append((bool(result.nothing_relevant), found))
+    return out
 
 
 def engines(
     corpora: dict[str, list[BenchChunk]], plan: Plan, per_half: int, vectors: E5Vectors
 ) -> str:
-    """Part 2's table: flags and answers in context, plain vs projected, on bilingual corpora."""
-    plain_e5 = E5Embedder(vectors)
-    rows = []
-    built: dict[str, tuple[Any, Any]] = {}
+    """Part 2's tables: flags and answers in context per setting, every question in turn."""
+    e5 = E5Embedder(vectors)
+    built: dict[str, Any] = {}
+    totals: dict[tuple[str, str, str], list[float]] = {}
     for kind, label, questions, corpus in plan:
-        if not corpus.startswith("mixed"):
-            continue
         if corpus not in built:
-            chunks = corpora[corpus]
-            matrix = unit(vectors.passages([c.text for c in chunks]))
-            d = direction(script_means(matrix, [script_of(c.text) for c in chunks]))
-            built[corpus] = (
-                make_engine(chunks, plain_e5),
-                make_engine(chunks, ProjectedE5(vectors, d)),
-            )
+            built[corpus] = make_engine(corpora[corpus], e5)
         answerable = kind.startswith("answerable")
         for half, picked in halves(questions, per_half).items():
-            sums = np.zeros((2, 2, len(VARIANTS)))
+            for what in ("flagged", "answer in context") if answerable else ("flagged",):
+                row = totals.setdefault((what, half, kind), [0.0] * (len(SETTINGS) + 1))
+                row[0] += len(picked)
             for q in picked:
-                for i, engine in enumerate(built[corpus]):
-                    flags, answers = measure(engine, [q], answerable)
-                    sums[i, 0] += flags
-                    sums[i, 1] += answers
-            n = max(1, len(picked))
-            cells = []
-            for v in range(1, len(VARIANTS)):
-                for what in (0, 1) if answerable else (0,):
-                    plain, proj = sums[0, what, v] / n, sums[1, what, v] / n
-                    cells.append(f"{'flag' if what == 0 else 'ctx'} {plain:.1%} -> {proj:.1%}")
-            rows.append([half, kind, f"{label} -> {corpus}", len(picked), "; ".join(cells)])
-            print(" | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
-    floors = ", ".join(v[0] for v in VARIANTS[1:])
-    return format_table(
-        ["half", "kind", "questions -> chunks", "n", f"plain -> projected ({floors})"], rows
-    )
+                for i, (flag, found) in enumerate(run(built[corpus], q, answerable)):
+                    totals[("flagged", half, kind)][i + 1] += flag
+                    if answerable:
+                        totals[("answer in context", half, kind)][i + 1] += found
+            print(f"{half} | {kind} | {label} -> {corpus}", file=sys.stderr, flush=True)
+    rows = [
+        [what, half, kind, int(t[0])] + [f"{x / max(1.0, t[0]):.1%}" for x in t[1:]]
+        for (what, half, kind), t in sorted(totals.items())
+    ]
+    return format_table(["share", "half", "kind", "n"] + [s[0] for s in SETTINGS], rows)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -207,9 +248,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--per-half", type=int, default=150)
     parser.add_argument("--covid-articles", type=int, default=6)
     parser.add_argument("--no-engine", action="store_true", help="part 1 only")
+    parser.add_argument("--direction", action="store_true", help="print E5_DIRECTION's code")
     args = parser.parse_args(argv)
     corpora, plan = extended(args.covid_articles)
     vectors = E5Vectors()
+    if args.direction:
+        print(direction_code(tune_direction(corpora, vectors)))
+        return
     print(f"Machine: {describe_machine()}\nLoad: {describe_load()}")
     print("\nPart 1, the vector list alone (every chunk ranked):\n")
     print(vector_lists(corpora, plan, args.per_half, vectors))

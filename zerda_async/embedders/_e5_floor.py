@@ -21,8 +21,8 @@ kind of answerable question, at most 0.5% of those the keyword floor passes
 would be flagged."""
 
 E5_FLOOR = FloorModel(
-    same=FloorWeights(-60.5014, (67.869, 45.7422, 7.214, 1.8868)),
-    cross=FloorWeights(-22.8246, (25.2675, 60.5256, 5.952, -0.0375)),
+    same=FloorWeights(-56.0653, (63.7382, 49.3886, 7.5094, 1.3469)),
+    cross=MarginRule(E5_MARGIN_FLOOR.accept, E5_MARGIN_FLOOR.agree),
     depth=50,
     cross_alone=MarginRule(E5_MARGIN_FLOOR.accept, E5_MARGIN_FLOOR.agree),
 )
