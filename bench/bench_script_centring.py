@@ -18,18 +18,27 @@ two corrections that need only the mean of each script's chunk vectors
   placement (an SQL or HNSW scan too) serves it unchanged.  Only a corpus
   holding both scripts has a ``d``: a one-script corpus is untouched.
 
-Part 1 ranks every chunk of each corpus by the three scores (numpy over the
+The engine ships a third flavour: ``projected`` along a fixed direction
+that the embedder carries (``E5Embedder.script_direction``, measured here
+with ``--direction``: the tune half's chunks of the four sets, averaged by
+script), applied with ``retriever.script_centring`` (``core.script_centring``)
+whatever the corpus, since the engine keeps no per-script means.
+
+Part 1 ranks every chunk of each corpus by the four scores (numpy over the
 cached vectors) and prints recall@20/@50 and MRR@20 of the answer chunk for
 ``bench_floor.py``'s answerable sets, plus English questions over a
 bilingual corpus whose answer is Arabic (XQuAD en over XQuAD ar + COVID-QA,
 the mirror of the floor bench's XQuAD ar over XQuAD en + ARCD).  Part 2
-runs the recommended engine (sync facade, convex fusion) on the bilingual
-corpora with the plain and the projected question vector, question by
-question in turn, through ``bench_floor.py``'s floor variants: the share
-flagged "nothing relevant" and the share whose default context holds an
-answer.  Halves as in ``bench_floor.py`` (even articles tune, odd held-out).
+runs the recommended engine (sync facade, convex fusion) over the whole
+floor-bench plan plus that mirror, every question through three settings in
+turn on the same engine: before (no centring, ``E5_FLOOR`` as fitted before
+it), centred with ``E5_MARGIN_FLOOR``, and centred with ``E5_FLOOR`` (the
+recommended profile): the share flagged "nothing relevant" and the share
+whose default context holds an answer.  Halves as in ``bench_floor.py``
+(even articles tune, odd held-out).
 
     PYTHONPATH=$PWD python bench/bench_script_centring.py [--per-half 150] [--no-engine]
+    PYTHONPATH=$PWD python bench/bench_script_centring.py --direction   # E5_DIRECTION's code
 """
 
 from __future__ import annotations
