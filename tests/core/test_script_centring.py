@@ -1,4 +1,4 @@
-"""Script centring: the question vector loses the embedder's script direction (core.script_centring)."""
+"""Script centring: question vectors lose the embedder's script direction (core.script_centring)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,10 @@ def ranked(centring: bool, embed: Any) -> list[tuple[str, float]]:
     config = ContextEngineConfig.recommended()
     config.retriever.script_centring = centring
     retriever = VectorRetriever(config)
-    chunks = [_Doc("en-river", "The river floods in summer."), _Doc("ar-coffee", "القهوة تقدم ساخنة.")]
+    chunks = [
+        _Doc("en-river", "The river floods in summer."),
+        _Doc("ar-coffee", "القهوة تقدم ساخنة."),
+    ]
     retriever.index_chunks(chunks, embed)
     return [(sc.doc_id, sc.vector_score) for sc in retriever.retrieve("متى يفيض النهر؟", 2)]
 
@@ -116,5 +119,5 @@ def test_the_switch_is_off_by_default_on_in_recommended_and_validated() -> None:
     assert ContextEngineConfig.recommended().retriever.script_centring is True
     config = ContextEngineConfig.recommended()
     config.retriever.script_centring = "yes"  # type: ignore[assignment]
-    with pytest.raises(ConfigError, match="retriever.script_centring must be true or false"):
+    with pytest.raises(ConfigError, match=r"retriever\.script_centring must be true or false"):
         config.validate()
