@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 
 from zerda_async.core.vector_floor import Floor
 from zerda_async.embedders import E5_FLOOR
+from zerda_async.embedders import E5Embedder as ProductE5
 
 __all__ = ["PASSAGE", "QUERY", "E5Embedder", "E5Vectors", "cosine_ranker", "e5_line"]
 
@@ -173,6 +174,8 @@ class E5Embedder:
         self.vectors = vectors
         self.name = "e5-small"
         self.vector_floor = vector_floor
+        # The production embedder's script direction (retriever.script_centring).
+        self.script_direction = ProductE5.script_direction
 
     def __call__(self, text: Any) -> Any:
         return self.vectors.query(text)

@@ -66,6 +66,7 @@ def test_recommended_differs_only_where_intended() -> None:
         "retriever.keyword_weight",
         "retriever.metadata_weight",
         "retriever.neighbour_weight",
+        "retriever.script_centring",
         "ranking.mode",
         "ranking.weight_keyword_score",
         "ranking.weight_source_quality",

@@ -17,16 +17,18 @@ import itertools
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from zerda_async import AsyncContextEngine
 from zerda_async.core.config import ContextEngineConfig
+from zerda_async.core.script_centring import ScriptDirection
 from zerda_async.embedders import HashingEmbedder
 from zerda_async.stores import PostgresIndexStore, Stores
 
@@ -41,6 +43,12 @@ LANGS = ["ar", "en"]
 YEARS = [2019, 2020, 2021, 2022]
 
 _prefixes = itertools.count()
+
+
+class ScriptedHashing(HashingEmbedder):
+    """Hashing vectors with a script direction: the recommended profile centres questions."""
+
+    script_direction = ScriptDirection(np.random.default_rng(19).normal(size=32))
 
 
 @dataclass
@@ -64,6 +72,7 @@ class Case:
     filters: dict[str, Any] | None
     boost: dict[str, Any] | None
     vector_margin: float | None = None  # composer.min_vector_margin, when set
+    scripted: bool = False  # the embedder carries a script direction (retriever.script_centring)
 
     def config(self) -> ContextEngineConfig:
         config = (
@@ -117,6 +126,7 @@ case_st = st.builds(
     use_metadata=st.booleans(),
     filters=filters_st,
     boost=st.one_of(st.none(), st.sampled_from(LANGS).map(lambda lang: {"lang": lang})),
+    scripted=st.booleans(),
 )
 
 Outcome = tuple[str, bool, list[tuple[Any, ...]]]
@@ -160,7 +170,9 @@ async def _placements(
     case: Case, url: str, directory: Path
 ) -> AsyncIterator[dict[str, AsyncContextEngine]]:
     """The four engines over ``case.docs``, all running."""
-    embedder = HashingEmbedder(dim=32) if case.embed else None
+    embedder: HashingEmbedder | None = None
+    if case.embed:
+        embedder = ScriptedHashing(dim=32) if case.scripted else HashingEmbedder(dim=32)
     embed_kwargs: dict[str, Any] = {}
     if embedder is not None:
         embed_kwargs = {"embed_fn": embedder, "batch_embed_fn": embedder.embed_batch}
@@ -220,9 +232,15 @@ DEMO_QUESTIONS = [
 ]
 
 
-@pytest.mark.parametrize("profile", ["documented", "recommended"])
-async def test_the_demo_corpus_in_every_placement(postgres: PostgresServer, profile: str) -> None:
-    """Twelve fixed questions (off-topic and low-coverage ones too), plain and filtered."""
+@pytest.mark.parametrize(
+    ("profile", "scripted"),
+    [("documented", False), ("recommended", False), ("recommended", True)],
+)
+async def test_the_demo_corpus_in_every_placement(
+    postgres: PostgresServer, profile: str, scripted: bool
+) -> None:
+    """Twelve fixed questions (off-topic and low-coverage ones too), plain and filtered;
+    ``scripted``: question vectors centred on the embedder's script direction."""
     case = Case(
         docs=[Doc(d.doc_id, d.text, d.metadata) for d in demo_docs()],
         questions=DEMO_QUESTIONS,
@@ -234,6 +252,7 @@ async def test_the_demo_corpus_in_every_placement(postgres: PostgresServer, prof
         # The recommended margin is on e5's cosine scale: hashing vectors spread
         # wider, so every question would pass it; 0 keeps the keyword floor checked here.
         vector_margin=0.0,
+        scripted=scripted,
     )
     with tempfile.TemporaryDirectory() as tmp:
         async with _placements(case, postgres.url, Path(tmp) / "index") as engines:
@@ -244,3 +263,9 @@ async def test_the_demo_corpus_in_every_placement(postgres: PostgresServer, prof
     assert any(context for context, _, _ in expected)
     for name, got in seen.items():
         assert got == expected, name
+    if scripted:  # the centring acted: some used chunk's cosine differs without it
+        plain = replace(case, scripted=False)
+        with tempfile.TemporaryDirectory() as tmp:
+            async with _placements(plain, postgres.url, Path(tmp) / "index") as engines:
+                before = await _outcomes(engines["memory"], plain)
+        assert before != expected

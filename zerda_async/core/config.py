@@ -106,6 +106,10 @@ class RetrieverConfig(msgspec.Struct):
     """True: the embedder reads a chunk as ``"<search_heading>: <text>"`` (its document title
     and section path, as ``zerda index`` sets them; ``core.index.chunks.embedding_text``).
     Read when chunks are embedded, so a saved index records it (``bench/bench_covid.py``)."""
+    script_centring: bool = False
+    """True: the question vector loses the embedder's script direction before the vector
+    search, when the embedder carries one (``core.script_centring``; e5-small does), so an
+    Arabic question reaches English chunks and the reverse (``bench/bench_script_centring.py``)."""
 
 
 class FilterConfig(msgspec.Struct):
@@ -275,6 +279,7 @@ class ContextEngineConfig(msgspec.Struct):
         retriever.keyword_weight = 0.5
         retriever.metadata_weight = 0.5
         retriever.neighbour_weight = 0.5
+        retriever.script_centring = True
         ranking = config.ranking
         ranking.mode = "evidence"
         ranking.weight_evidence = 0.55

@@ -28,9 +28,8 @@ rule of :class:`~.vector_floor.VectorFloor` over that group's chunks), and
 the other script's group may have its own judge for when it is alone in the
 list (``cross_alone``; a :class:`MarginRule` there reads all the chunks,
 keyword hits of the question's script too, as a ``VectorFloor`` does):
-e5-small keeps its margin rule for questions asked in
-the other language than all the listed chunks, where it flags as many
-off-topic questions as fitted weights with fewer false flags.
+e5-small judges the other script's chunks by its margin rule, beside
+chunks of the question's script and alone (``E5_FLOOR``).
 """
 
 from __future__ import annotations

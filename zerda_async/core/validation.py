@@ -68,6 +68,8 @@ class _Retriever(Protocol):
     def fusion(self) -> str: ...
     @property
     def embed_heading(self) -> bool: ...
+    @property
+    def script_centring(self) -> bool: ...
 
 
 class _Filter(Protocol):
@@ -241,7 +243,7 @@ def validate_config(config: Validatable) -> None:
     its maximum, and the ``history_enrichment`` mode.  ``composer.relevance_floor``,
     ``composer.min_query_coverage`` and ``composer.min_vector_margin`` (additions to
     the documented package) are fractions in [0, 1], ``composer.embedder_floor`` and
-    ``retriever.embed_heading`` bools.
+    ``retriever.embed_heading`` and ``retriever.script_centring`` bools.
     """
     template = config.composer.template
     if template not in TEMPLATE_NAMES:
@@ -263,6 +265,9 @@ def validate_config(config: Validatable) -> None:
     embed_heading = config.retriever.embed_heading
     if not isinstance(embed_heading, bool):
         raise ConfigError(f"retriever.embed_heading must be true or false, got {embed_heading!r}")
+    centring = config.retriever.script_centring
+    if not isinstance(centring, bool):
+        raise ConfigError(f"retriever.script_centring must be true or false, got {centring!r}")
     _check_fusion(config)
     check_history_enrichment(config.history_enrichment)
     _check_ranges(config)

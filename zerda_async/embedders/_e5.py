@@ -56,7 +56,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from zerda_async.core.floor_model import FloorModel
+from zerda_async.core.script_centring import ScriptDirection
 from zerda_async.core.vector_floor import Floor, VectorFloor
+from zerda_async.embedders._e5_direction import E5_DIRECTION
 from zerda_async.embedders._e5_engine import BATCH
 from zerda_async.embedders._e5_floor import E5_FLOOR, E5_MARGIN_FLOOR
 from zerda_async.embedders._local_model import LocalEncoder, import_backend
@@ -162,6 +164,9 @@ class E5Embedder(LocalEncoder):
     vector_floor: Floor = E5_FLOOR
     """The relevance floor's calibration on this model's cosines (``E5_FLOOR``; the
     ``vector_floor`` argument replaces it for one embedder)."""
+    script_direction: ScriptDirection = E5_DIRECTION
+    """The direction between this model's Arabic and Latin-script passages, taken out of
+    question vectors with ``retriever.script_centring`` (``core.script_centring``)."""
 
     def __init__(
         self,

@@ -27,6 +27,7 @@ import anyio.to_thread
 import numpy as np
 from numpy.typing import NDArray
 
+from zerda_async.core.script_centring import ScriptDirection, direction_of
 from zerda_async.core.vector_floor import Floor, floor_of
 from zerda_async.embedders._protocol import query_forms
 from zerda_async.errors import EmbeddingError
@@ -136,6 +137,9 @@ class Embedder:
         forms = query_forms(embed_fn, batch_embed_fn) if find_query_forms else None
         # The embedder's calibration of the relevance floor, if it has one.
         self.vector_floor: Floor | None = floor_of(embed_fn, batch_embed_fn)
+        # Its script direction (core.script_centring), taken out of query vectors
+        # when retriever.script_centring is on.
+        self.script_direction: ScriptDirection | None = direction_of(embed_fn, batch_embed_fn)
         self._queries: Embedder | None = None
         if forms is not None:
             self._queries = Embedder(

@@ -89,6 +89,7 @@ class LiveIndex:
             # EmbeddingError (RELIABILITY.md) instead of a numpy error or NaN scores.
             query_check=check_query_vector,
             vector_retriever=adapter_retriever,
+            direction=None if self.embedder is None else self.embedder.script_direction,
         )
 
     async def added(self, chunks: Sequence[Any], limiter: anyio.CapacityLimiter) -> LiveIndex:

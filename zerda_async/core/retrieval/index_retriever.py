@@ -24,6 +24,7 @@ from ..config import ContextEngineConfig, RetrieverConfig
 from ..filter_language import Filters
 from ..index.analysis import TermMemo
 from ..models import RetrievalMethod, ScoredChunk
+from ..script_centring import ScriptDirection, centre_query
 from .hits import Found, SearchPlan, fuse_found, method_list, plan_search
 from .hybrid import _search
 from .searches import IndexSearches
@@ -41,8 +42,10 @@ class IndexRetriever:
     when :meth:`retrieve` gets no ``query_vector``; ``query_check(vector,
     dim)`` validates every query vector (clear errors for NaN or a wrong
     dimension).  ``vector_retriever`` (a retriever over a vector-store adapter)
-    answers the vector list instead of the index.  ``config.retriever`` is read
-    at every call.
+    answers the vector list instead of the index.  ``direction``: the
+    embedder's script direction, taken out of query vectors when
+    ``retriever.script_centring`` is on.  ``config.retriever`` is read at
+    every call.
     """
 
     accepts_where = True
@@ -57,6 +60,7 @@ class IndexRetriever:
         embed_fn: Callable[[Any], Any] | None = None,
         query_check: QueryCheck | None = None,
         vector_retriever: Any = None,
+        direction: ScriptDirection | None = None,
     ) -> None:
         self.cfg: RetrieverConfig = config.retriever
         self.searches = searches
@@ -64,6 +68,7 @@ class IndexRetriever:
         self._embed_fn = embed_fn
         self._query_check = query_check
         self._vector_retriever = vector_retriever
+        self._direction = direction
         self._terms = TermMemo()
 
     @property
@@ -133,6 +138,8 @@ class IndexRetriever:
             vector = self._query_check(raw, vectors.dim)
         else:
             vector = np.asarray(raw, dtype=np.float64).flatten()
+        if self.cfg.script_centring:
+            vector = centre_query(vector, self._direction)
         hits = yield from self.searches.vector_steps(vector, plan.searched, plan.where, step_work)
         if step_work > 0:
             yield
