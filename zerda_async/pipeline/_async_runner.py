@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from zerda_async.errors import EngineClosedError
@@ -199,7 +200,15 @@ class AsyncRunner:
         """
         if not self.running:
             raise EngineClosedError(_NOT_RUNNING)
-        await self.slots.acquire()
+        # A free slot is taken without yielding to the loop (a deadline or a
+        # cancellation is still honoured here): a yield per submission made
+        # run_many hand its freed places over one loop iteration at a time,
+        # while the speculation workers' groups fill every iteration.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self.slots.acquire_nowait()
+        except anyio.WouldBlock:
+            await self.slots.acquire()
         if not self.running:
             self.slots.release()
             raise EngineClosedError("the engine was closed while the request waited for a slot")
