@@ -200,10 +200,8 @@ class AsyncRunner:
         """
         if not self.running:
             raise EngineClosedError(_NOT_RUNNING)
-        # A free slot is taken without yielding to the loop (a deadline or a
-        # cancellation is still honoured here): a yield per submission made
-        # run_many hand its freed places over one loop iteration at a time,
-        # while the speculation workers' groups fill every iteration.
+        # A free slot is taken without yielding (a deadline still applies): a
+        # yield per submission let run_many refill one place per loop turn.
         await anyio.lowlevel.checkpoint_if_cancelled()
         try:
             self.slots.acquire_nowait()
