@@ -1,12 +1,16 @@
-"""CallPolicy: caller code starts in threads, moves inline after a cheap run, leaves at once."""
+"""CallPolicy: caller code starts in threads, moves inline after a cheap run, leaves at once.
+
+And ``timed_call``, which measures what such a call cost.
+"""
 
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
-from zerda_async.runtime import CALL_INLINE_MS, CALL_PROBATION, CallPolicy
+from zerda_async.runtime import CALL_INLINE_MS, CALL_PROBATION, CallPolicy, timed_call
 
 
 def _cheap(policy: CallPolicy, calls: int) -> None:
@@ -63,3 +67,27 @@ def test_a_pinned_placement_ignores_the_measurements(forced: bool) -> None:
     assert policy.should_offload() is forced
     _cheap(policy, 4 * CALL_PROBATION)
     assert policy.should_offload() is forced
+
+
+def _spin(ms: float) -> str:
+    end = time.thread_time() + ms / 1000
+    while time.thread_time() < end:
+        pass
+    return "spun"
+
+
+def _fail(message: str) -> None:
+    raise ValueError(message)
+
+
+def test_a_call_that_waits_costs_its_wall_time_and_a_busy_one_its_cpu_time() -> None:
+    result, error, cost = timed_call(time.sleep, 0.005)  # waits: the whole 5 ms count
+    assert error is None and cost >= 5.0
+    result, error, cost = timed_call(_spin, 2.0)
+    assert (result, error) == ("spun", None) and cost >= 2.0
+
+
+def test_a_failing_call_reports_its_exception_and_its_cost() -> None:
+    result, error, cost = timed_call(_fail, "no vector")
+    assert result is None and isinstance(error, ValueError) and str(error) == "no vector"
+    assert 0.0 <= cost < math.inf

@@ -21,7 +21,6 @@ scores.  The sync facade keeps the documented behaviour (numpy propagates).
 from __future__ import annotations
 
 import inspect
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,7 +33,7 @@ from numpy.typing import NDArray
 from zerda_async.core.vector_floor import Floor, floor_of
 from zerda_async.embedders._protocol import query_forms
 from zerda_async.errors import EmbeddingError
-from zerda_async.runtime import CallPolicy, run_in_thread
+from zerda_async.runtime import CallPolicy, run_in_thread, timed_call
 
 __all__ = [
     "QUERY_CACHE_SIZE",
@@ -262,14 +261,18 @@ class Embedder:
     async def _placed(
         self, fn: Callable[[Any], Any], arg: Any, placement: CallPolicy | None
     ) -> Any:
-        """``fn(arg)`` on the loop or in a worker thread, as ``placement`` says; timed for it."""
+        """``fn(arg)`` on the loop or in a worker thread, as ``placement`` says; timed for it.
+
+        The cost observed is :func:`~zerda_async.runtime.timed_call`'s: the
+        wall time of a call that waited (on I/O, say), else its CPU time.
+        """
         if placement is None:
             return await self._in_thread(fn, arg)
         try:
             if placement.should_offload():
-                result, error, spent = await self._in_thread(_timed_call, fn, arg)
+                result, error, spent = await self._in_thread(timed_call, fn, arg)
             else:
-                result, error, spent = _timed_call(fn, arg)
+                result, error, spent = timed_call(fn, arg)
         except BaseException:
             # Given up (cancelled, timed out) while in its thread: maybe hung.
             placement.observe(float("inf"))
@@ -330,20 +333,6 @@ class Embedder:
             # started, and the ones in flight were allowed to finish).
             raise failures[min(failures)]
         return _stack([row for row in rows if row is not None])
-
-
-def _timed_call(fn: Callable[[Any], Any], arg: Any) -> tuple[Any, Exception | None, float]:
-    """``fn(arg)``: (result, None, wall ms) or (None, its exception, wall ms).
-
-    Wall time, not CPU time: a call that waits on I/O is as slow for the
-    loop as one that computes.
-    """
-    started = time.perf_counter()
-    try:
-        result = fn(arg)
-    except Exception as exc:
-        return None, exc, (time.perf_counter() - started) * 1000
-    return result, None, (time.perf_counter() - started) * 1000
 
 
 def _stack(rows: list[NDArray[np.float64]]) -> NDArray[np.float64]:

@@ -3,6 +3,7 @@
 Internal: no stability promise outside zerda-async.
 """
 
+from zerda_async.runtime._call_cost import timed_call
 from zerda_async.runtime._offload_policy import (
     CALL_INLINE_MS,
     CALL_PROBATION,
@@ -50,5 +51,6 @@ __all__ = [
     "set_loop_pacing",
     "set_scan_blas_threads",
     "spare_core",
+    "timed_call",
     "timed_steps",
 ]

@@ -68,7 +68,9 @@ request rose 2-4x under load), so the group is paced on the loop instead.
 
 
 CALL_INLINE_MS = 0.25
-"""Wall time under which a call into caller code may run on the loop (ms).
+"""Cost under which a call into caller code may run on the loop (ms).
+
+The cost is :func:`~._call_cost.timed_call`'s (wall time if the call waited).
 
 About what the thread hop it saves costs (0.12-0.35 ms measured here for a
 call of a few microseconds: waking a worker thread, then the loop), so only
@@ -235,8 +237,9 @@ class CallPolicy(OffloadPolicy):
     """Places the calls into caller code that may block: a plain query embedder.
 
     Such a call starts in a worker thread, as a hung call must not stall the
-    loop.  Its *wall* time is measured where it runs (so time spent waiting
-    on I/O counts, unlike the stage groups' CPU time), and once
+    loop.  Its cost is measured where it runs (:func:`~._call_cost.timed_call`:
+    the wall time of a call that waited on I/O, a sleep or a lock, else its
+    CPU time, so a preempted cheap call is not taken for a slow one), and once
     :attr:`probation` calls in a row measured at most ``threshold_ms``
     (:data:`CALL_INLINE_MS`; a smaller engine threshold lowers it) the
     calls run inline, saving the hop.  A call that measures over it, inline
@@ -263,7 +266,7 @@ class CallPolicy(OffloadPolicy):
         return self.cheap_run < self.probation
 
     def observe(self, cost_ms: float, largest_ms: float | None = None) -> None:
-        """Record one call's wall time; ``math.inf`` for a call abandoned in its thread."""
+        """Record one call's cost; ``math.inf`` for a call abandoned in its thread."""
         if cost_ms <= self.threshold_ms:
             self.cheap_run += 1
         else:
