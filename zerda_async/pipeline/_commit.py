@@ -58,6 +58,8 @@ class CommitPhase:
         self._enrichment = next((s for s in self.stages if isinstance(s, HistoryEnrichment)), None)
         # Set while a request is committed in its caller's task (see hold()).
         self._inline_done: anyio.Event | None = None
+        # Ready commits run back to back for this long before the task yields.
+        self.slice_ms = SLICE_MS
 
     async def run(self, recv: MemoryObjectReceiveStream[Request | Barrier]) -> None:
         """Take requests and barriers off ``recv`` until it is closed and drained."""
@@ -71,7 +73,7 @@ class CommitPhase:
                 # requests, fell behind and the embedder sat idle.  The
                 # yield comes before an item is taken, so a cancellation
                 # there leaves it on the stream.
-                if (time.perf_counter() - slice_start) * 1000 >= SLICE_MS:
+                if (time.perf_counter() - slice_start) * 1000 >= self.slice_ms:
                     await anyio.lowlevel.checkpoint()
                     slice_start = time.perf_counter()
                 try:
