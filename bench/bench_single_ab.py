@@ -275,6 +275,13 @@ def main() -> None:
         for pair in range(rounds):
             for side, tree in trees if pair % 2 == 0 else trees[::-1]:
                 side.append(_child(tree, sizes, n_queries))
+                many = side[-1]["many"]
+                name = "before" if side is runs[0] else "after"
+                print(
+                    f"  {name}: (b) c=64 {many['qps64']:.0f} q/s ({many['x64']:.1f}x),"
+                    f" c=256 {many['qps256']:.0f} q/s",
+                    flush=True,
+                )
             loads.append(f"{os.getloadavg()[0]:.2f}")
             print(f"  round {pair + 1}/{rounds} measured ({describe_load()})", flush=True)
     table = format_table(
