@@ -6,7 +6,10 @@ An :class:`Embedder` wraps what the caller passed to ``index()``:
 * ``batch_embed_fn`` — ``f(texts) -> matrix`` (one row per text), plain or coroutine.
 
 Coroutine embedders are always awaited on the event loop (they are network
-calls), never in a thread.  Plain functions run in a worker thread.
+calls), never in a thread.  Plain functions run in a worker thread, but for
+the query calls of an embedder given a ``placement``
+(:class:`~zerda_async.runtime.CallPolicy`, the async engine's): those run on
+the loop once they have measured cheaper than the thread hop they save.
 
 Every vector is checked: something that is not a numeric array, ``None``, NaN
 or infinity, the wrong number of rows and (for queries, see
@@ -31,7 +34,7 @@ from zerda_async.core.script_centring import ScriptDirection, direction_of
 from zerda_async.core.vector_floor import Floor, floor_of
 from zerda_async.embedders._protocol import query_forms
 from zerda_async.errors import EmbeddingError
-from zerda_async.runtime import run_in_thread
+from zerda_async.runtime import CallPolicy, run_in_thread, timed_call
 
 __all__ = [
     "QUERY_CACHE_SIZE",
@@ -119,6 +122,7 @@ class Embedder:
         concurrency: int = 16,
         query_cache_size: int = QUERY_CACHE_SIZE,
         find_query_forms: bool = True,
+        placement: CallPolicy | None = None,
     ) -> None:
         if embed_fn is None and batch_embed_fn is None:
             raise ValueError("an Embedder needs embed_fn or batch_embed_fn")
@@ -129,6 +133,8 @@ class Embedder:
         self.single_is_async = is_coroutine_function(embed_fn)
         self.batch_is_async = is_coroutine_function(batch_embed_fn)
         self._limiter = limiter
+        # Where the plain query calls run (None: always in a worker thread).
+        self.placement = placement
         self._index_batch_size = index_batch_size
         self._concurrency = concurrency
         self.calls = 0
@@ -181,7 +187,7 @@ class Embedder:
             firsts = [places[0] for places in missing.values()]
             side = self if self._queries is None else self._queries
             before = side.calls
-            fresh = await side.embed_many([items[i] for i in firsts])
+            fresh = await side.embed_many([items[i] for i in firsts], self.placement)
             if side is not self:
                 self.calls += side.calls - before
             for places, row in zip(missing.values(), fresh, strict=True):
@@ -219,8 +225,13 @@ class Embedder:
         """True when a batch form exists, so concurrent queries can share one call."""
         return self.batch_embed_fn is not None
 
-    async def embed_many(self, texts: Sequence[Any]) -> NDArray[np.float64]:
-        """One row per text: one call with the batch form, else one call per text."""
+    async def embed_many(
+        self, texts: Sequence[Any], placement: CallPolicy | None = None
+    ) -> NDArray[np.float64]:
+        """One row per text: one call with the batch form, else one call per text.
+
+        ``placement`` places plain calls (None: in a worker thread).
+        """
         items = list(texts)
         if self.batch_embed_fn is not None:
             self.calls += 1
@@ -229,30 +240,56 @@ class Embedder:
             else:
                 # A caller giving up (or the engine closing) does not wait for
                 # a hung call; its thread ends on its own (see run_in_thread).
-                raw = await self._in_thread(self.batch_embed_fn, items)
+                raw = await self._placed(self.batch_embed_fn, items, placement)
             return _as_matrix(raw, len(items))
-        rows = [await self.embed_one(text) for text in items]
+        rows = [await self.embed_one(text, placement) for text in items]
         return _stack(rows)
 
-    async def embed_one(self, text: Any) -> NDArray[np.float64]:
-        """A flat float64 vector for one text."""
+    async def embed_one(
+        self, text: Any, placement: CallPolicy | None = None
+    ) -> NDArray[np.float64]:
+        """A flat float64 vector for one text (``placement`` as for :meth:`embed_many`)."""
         if self.embed_fn is None:
-            row: NDArray[np.float64] = (await self.embed_many([text]))[0]
+            row: NDArray[np.float64] = (await self.embed_many([text], placement))[0]
             return row
         self.calls += 1
         if self.single_is_async:
             raw = await self.embed_fn(text)
         else:
-            raw = await self._in_thread(self.embed_fn, text)
+            raw = await self._placed(self.embed_fn, text, placement)
         vector = _numeric(raw, "the embedder").flatten()
         if not np.isfinite(vector).all():
             raise EmbeddingError("embedder returned NaN or infinity in a vector")
         return vector
 
-    async def _in_thread(self, fn: Callable[[Any], Any], arg: Any) -> Any:
+    async def _placed(
+        self, fn: Callable[[Any], Any], arg: Any, placement: CallPolicy | None
+    ) -> Any:
+        """``fn(arg)`` on the loop or in a worker thread, as ``placement`` says; timed for it.
+
+        The cost observed is :func:`~zerda_async.runtime.timed_call`'s: the
+        wall time of a call that waited (on I/O, say), else its CPU time.
+        """
+        if placement is None:
+            return await self._in_thread(fn, arg)
+        try:
+            if placement.should_offload():
+                result, error, spent = await self._in_thread(timed_call, fn, arg)
+            else:
+                result, error, spent = timed_call(fn, arg)
+        except BaseException:
+            # Given up (cancelled, timed out) while in its thread: maybe hung.
+            placement.observe(float("inf"))
+            raise
+        placement.observe(spent)
+        if error is not None:
+            raise error
+        return result
+
+    async def _in_thread(self, fn: Callable[..., Any], arg: Any, *more: Any) -> Any:
         if self._limiter is None:
-            return await anyio.to_thread.run_sync(fn, arg, abandon_on_cancel=True)
-        return await run_in_thread(fn, arg, limiter=self._limiter)
+            return await anyio.to_thread.run_sync(fn, arg, *more, abandon_on_cancel=True)
+        return await run_in_thread(fn, arg, *more, limiter=self._limiter)
 
     async def embed_corpus(
         self,

@@ -71,9 +71,11 @@ async def run_jobs(
     with anyio.fail_after(timeout):
         try:
             for job in jobs:
-                # A free place is taken without a checkpoint of its own:
-                # submit() is one already.  The runner gives the place back
-                # when the request finishes (no task per request waits for it).
+                # A free place is taken without yielding, and so is a free
+                # slot in submit() (which still honours a cancellation): the
+                # places freed in one loop iteration are refilled in one
+                # step.  The runner gives the place back when the request
+                # finishes (no task per request waits for it).
                 try:
                     limit.acquire_nowait()
                 except anyio.WouldBlock:

@@ -89,8 +89,9 @@ class AsyncContextEngine(IndexMethods, StateMethods):
 
     ``offload`` places the speculative stages: ``"auto"`` (default) in worker
     threads when their measured CPU cost outweighs the thread hop, or
-    whenever they call caller code that may block; ``"threads"`` always;
-    ``"inline"`` never (on the event loop).  In ``"auto"``, groups whose
+    whenever they call caller code that may block (a plain query embedder
+    until it measures cheaper than the hop: ``runtime.CallPolicy``);
+    ``"threads"`` always; ``"inline"`` never (on the event loop).  In ``"auto"``, groups whose
     measured CPU cost is at most ``offload_threshold_ms`` run inline
     (``None``: two GIL switch intervals, 10 ms by default; with other requests
     in flight a group over 2 ms goes to a thread unless the loop is paced;

@@ -35,8 +35,23 @@ from zerda_async.indexing._format import MANIFEST_FILE, SavedIndex
 from zerda_async.indexing._live_index import LiveIndex, build_live_index
 from zerda_async.indexing._persistence import save_index
 from zerda_async.pipeline import AsyncRunner, EngineState
+from zerda_async.runtime import CallPolicy
 
 __all__ = ["IndexLifecycle"]
+
+
+def _embedder(
+    runner: AsyncRunner, embed_fn: EmbedFn | None, batch_embed_fn: BatchEmbedFn | None
+) -> Embedder:
+    """The index's embedder; its plain query calls placed as the engine's offload pin allows.
+
+    ``offload="threads"`` keeps them in worker threads and ``"inline"`` on the
+    loop; ``"auto"`` lets a :class:`~zerda_async.runtime.CallPolicy` move
+    them onto the loop once they measure cheaper than the hop.
+    """
+    placement = CallPolicy(runner.settings.offload_threshold_ms)
+    placement.forced = runner.policy.forced
+    return Embedder(embed_fn, batch_embed_fn, limiter=runner.limiter, placement=placement)
 
 
 class IndexLifecycle:
@@ -67,7 +82,7 @@ class IndexLifecycle:
         runner = self._runner
         embedder = None
         if (embed_fn or batch_embed_fn) and adapter is None:
-            embedder = Embedder(embed_fn, batch_embed_fn, limiter=runner.limiter)
+            embedder = _embedder(runner, embed_fn, batch_embed_fn)
         async with self._writer:
             try:
                 live = await build_live_index(
@@ -240,7 +255,7 @@ class IndexLifecycle:
             corpus = replace(corpus, vectors=VectorIndex.from_unit_rows(rows, self.dtype))
         embedder = None
         if embed_fn or batch_embed_fn:
-            embedder = Embedder(embed_fn, batch_embed_fn, limiter=self._runner.limiter)
+            embedder = _embedder(self._runner, embed_fn, batch_embed_fn)
         live = LiveIndex(corpus, embedder, None, self.dtype, embed_heading=heading)
         state = self._state
         state.source_quality_map = dict(saved.source_quality_map)

@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from zerda_async.errors import EngineClosedError
@@ -199,7 +200,13 @@ class AsyncRunner:
         """
         if not self.running:
             raise EngineClosedError(_NOT_RUNNING)
-        await self.slots.acquire()
+        # A free slot is taken without yielding (a deadline still applies): a
+        # yield per submission let run_many refill one place per loop turn.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self.slots.acquire_nowait()
+        except anyio.WouldBlock:
+            await self.slots.acquire()
         if not self.running:
             self.slots.release()
             raise EngineClosedError("the engine was closed while the request waited for a slot")

@@ -15,11 +15,13 @@ taking its next item, so the order stays the submission order.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 
@@ -32,6 +34,7 @@ from zerda_async.pipeline._stages import HistoryEnrichment, Stage
 from zerda_async.pipeline._state import EngineState
 from zerda_async.pipeline._state_stages import enriched_query
 from zerda_async.pipeline._walker import walk
+from zerda_async.runtime import SLICE_MS
 
 __all__ = ["CommitPhase"]
 
@@ -55,12 +58,37 @@ class CommitPhase:
         self._enrichment = next((s for s in self.stages if isinstance(s, HistoryEnrichment)), None)
         # Set while a request is committed in its caller's task (see hold()).
         self._inline_done: anyio.Event | None = None
+        # Ready commits run back to back for this long before the task yields.
+        self.slice_ms = SLICE_MS
 
     async def run(self, recv: MemoryObjectReceiveStream[Request | Barrier]) -> None:
         """Take requests and barriers off ``recv`` until it is closed and drained."""
         async with recv:
-            async for item in recv:
-                await self._after_inline()
+            slice_start = time.perf_counter()
+            while True:
+                # Commits that are ready run back to back for up to a slice
+                # (runtime.SLICE_MS) before the task yields: one yield per
+                # commit let the speculation workers run a group each per
+                # commit, so commits, and the places they free for new
+                # requests, fell behind and the embedder sat idle.  The
+                # yield comes before an item is taken, so a cancellation
+                # there leaves it on the stream.
+                if (time.perf_counter() - slice_start) * 1000 >= self.slice_ms:
+                    await anyio.lowlevel.checkpoint()
+                    slice_start = time.perf_counter()
+                try:
+                    item = recv.receive_nowait()
+                except anyio.WouldBlock:
+                    try:
+                        item = await recv.receive()
+                    except anyio.EndOfStream:
+                        break
+                    slice_start = time.perf_counter()
+                except anyio.EndOfStream:
+                    break
+                if self._inline_done is not None:
+                    await self._after_inline()
+                    slice_start = time.perf_counter()
                 if isinstance(item, Barrier):
                     try:
                         item.apply()
@@ -68,7 +96,9 @@ class CommitPhase:
                         item.error = exc
                     item.done.set()
                     continue
-                await item.speculated.wait()
+                if not item.speculated.is_set():
+                    await item.speculated.wait()
+                    slice_start = time.perf_counter()
                 await self.process(item)
         await self._after_inline()
 

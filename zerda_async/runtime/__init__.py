@@ -3,10 +3,14 @@
 Internal: no stability promise outside zerda-async.
 """
 
+from zerda_async.runtime._call_cost import timed_call
 from zerda_async.runtime._offload_policy import (
+    CALL_INLINE_MS,
+    CALL_PROBATION,
     CROWDED_THRESHOLD_MS,
     OFFLOAD_MIN_CORPUS,
     SPARE_CORE,
+    CallPolicy,
     OffloadPolicy,
     default_threshold_ms,
     run_placed,
@@ -24,11 +28,14 @@ from zerda_async.runtime._steps import SLICE_MS, Slice, Steps, finish, timed_ste
 from zerda_async.runtime._threads import run_in_thread
 
 __all__ = [
+    "CALL_INLINE_MS",
+    "CALL_PROBATION",
     "CROWDED_THRESHOLD_MS",
     "OFFLOAD_MIN_CORPUS",
     "SLICE_MS",
     "SMALL_SCAN",
     "SPARE_CORE",
+    "CallPolicy",
     "LoopPacer",
     "OffloadPolicy",
     "Slice",
@@ -44,5 +51,6 @@ __all__ = [
     "set_loop_pacing",
     "set_scan_blas_threads",
     "spare_core",
+    "timed_call",
     "timed_steps",
 ]

@@ -2,8 +2,8 @@
 
 A hop through ``anyio.to_thread.run_sync`` costs noticeably more than a call
 handed straight to a waiting thread and answered with
-``loop.call_soon_threadsafe``, and the query embedding of every request makes
-one (``bench/bench_hop.py`` compares the two in one run; figures in
+``loop.call_soon_threadsafe``, and a plain query embedder's calls make one
+until they measure cheap (``bench/bench_hop.py`` compares the two in one run; figures in
 ``bench/README.md``).  :func:`start_call` does the latter: it puts the call on
 an idle worker's queue (or a new worker's) and returns an ``asyncio.Future``.
 

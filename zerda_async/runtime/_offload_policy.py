@@ -19,9 +19,12 @@ from zerda_async.runtime._scan_threads import free_cores
 from zerda_async.runtime._threads import run_in_thread
 
 __all__ = [
+    "CALL_INLINE_MS",
+    "CALL_PROBATION",
     "CROWDED_THRESHOLD_MS",
     "OFFLOAD_MIN_CORPUS",
     "SPARE_CORE",
+    "CallPolicy",
     "OffloadPolicy",
     "default_threshold_ms",
     "run_placed",
@@ -62,6 +65,27 @@ paced and 132-141 q/s for the rule before).  Without one, the thread only
 competes with the loop and OpenBLAS helper threads spin (the CPU per
 request rose 2-4x under load), so the group is paced on the loop instead.
 """
+
+
+CALL_INLINE_MS = 0.25
+"""Cost under which a call into caller code may run on the loop (ms).
+
+The cost is :func:`~._call_cost.timed_call`'s (wall time if the call waited).
+
+About what the thread hop it saves costs (0.12-0.35 ms measured here for a
+call of a few microseconds: waking a worker thread, then the loop), so only
+calls cheaper than their own hop run inline.  A network client's round trip
+plus its HTTP machinery is above it; an in-process hashing or lookup
+embedder is far below it (a 64-dim feature-hashing query: about 0.03 ms).
+"""
+
+CALL_PROBATION = 16
+"""Calls in a row that must measure under :data:`CALL_INLINE_MS` before the next runs inline.
+
+Doubled (up to :data:`_MAX_PROBATION`) each time a call measures over it.
+"""
+
+_MAX_PROBATION = 4096
 
 
 def spare_core() -> bool:
@@ -207,3 +231,46 @@ def _timed(func: Callable[[Unpack[_Ts]], _T], *args: *_Ts) -> tuple[_T, float]:
     start = time.thread_time()
     result = func(*args)
     return result, (time.thread_time() - start) * 1000
+
+
+class CallPolicy(OffloadPolicy):
+    """Places the calls into caller code that may block: a plain query embedder.
+
+    Such a call starts in a worker thread, as a hung call must not stall the
+    loop.  Its cost is measured where it runs (:func:`~._call_cost.timed_call`:
+    the wall time of a call that waited on I/O, a sleep or a lock, else its
+    CPU time, so a preempted cheap call is not taken for a slow one), and once
+    :attr:`probation` calls in a row measured at most ``threshold_ms``
+    (:data:`CALL_INLINE_MS`; a smaller engine threshold lowers it) the
+    calls run inline, saving the hop.  A call that measures over it, inline
+    or in a thread, or a thread call its caller abandoned, sends the calls
+    back to threads at once and doubles the probation.  A function that
+    stays cheap for its probation and then blocks does block the loop: pin
+    ``forced = True`` (the engine's ``offload="threads"``) for a client that
+    may hang.
+    """
+
+    def __init__(self, threshold_ms: float | None = None, probation: int = CALL_PROBATION) -> None:
+        budget = CALL_INLINE_MS if threshold_ms is None else min(CALL_INLINE_MS, threshold_ms)
+        super().__init__(budget, 0)
+        self.probation = probation
+        # Calls in a row, ending with the latest, that measured within the budget.
+        self.cheap_run = 0
+
+    def should_offload(
+        self, corpus_size: int = 0, crowded: bool = False, paced: bool = False
+    ) -> bool:
+        """True while the calls have not been cheap for :attr:`probation` calls in a row."""
+        if self.forced is not None:
+            return self.forced
+        return self.cheap_run < self.probation
+
+    def observe(self, cost_ms: float, largest_ms: float | None = None) -> None:
+        """Record one call's cost; ``math.inf`` for a call abandoned in its thread."""
+        if cost_ms <= self.threshold_ms:
+            self.cheap_run += 1
+        else:
+            self.cheap_run = 0
+            self.probation = min(2 * self.probation, _MAX_PROBATION)
+        if cost_ms < float("inf"):
+            super().observe(cost_ms)

@@ -12,8 +12,8 @@ hung vector store say, would block every later hop.)
 
 On asyncio the call goes straight to a waiting thread of :mod:`._hop_pool`,
 whose threads end with their loop (cheaper per hop than ``anyio.to_thread``,
-as measured in ``bench/README.md``; every request's query embedding makes
-one; and daemon threads, so a call that never returns does not hold up the
+as measured in ``bench/README.md``; a plain query embedder's calls make
+one until they measure cheap; and daemon threads, so a call that never returns does not hold up the
 interpreter's exit); on other backends, or with ``ZERDA_THREAD_HOP=anyio`` in
 the environment (``bench/bench_hop.py`` compares the two), through
 ``anyio.to_thread``.
