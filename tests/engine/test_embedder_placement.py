@@ -1,6 +1,7 @@
-"""Where a plain query embedder runs: in a thread until it measures cheap, then on the loop.
+"""Where a plain query embedder runs: always in a thread by default; with
+``cheap_embedder_on_loop=True`` in a thread until it measures cheap, then on the loop.
 
-The placement is ``runtime.CallPolicy``'s (its rule is unit-tested in
+The placement is then ``runtime.CallPolicy``'s (its rule is unit-tested in
 ``tests/runtime/test_call_policy.py``); here, the engine's use of it: a cheap
 ``embed_fn`` ends up on the loop's thread, a slow one (it sleeps: blockbuster
 would fail it on the loop) never does, a cheap one that turns slow goes back
@@ -92,7 +93,7 @@ async def test_a_cheap_plain_embedder_moves_onto_the_loop_after_its_probation() 
     make = config_factory()
     reference = SyncReference(make)
     embedder = PlainEmbedder()
-    async with AsyncContextEngine(make()) as engine:
+    async with AsyncContextEngine(make(), cheap_embedder_on_loop=True) as engine:
         log = SubmissionLog(engine)
         await index(engine, embedder)
         ran = await run_until_inline(engine, embedder)
@@ -114,7 +115,7 @@ async def test_a_cheap_plain_embedder_moves_onto_the_loop_after_its_probation() 
 
 async def test_a_slow_plain_embedder_stays_in_threads() -> None:
     embedder = PlainEmbedder(sleep_s=0.001)  # four times the inline budget, and blocking
-    async with AsyncContextEngine() as engine:
+    async with AsyncContextEngine(cheap_embedder_on_loop=True) as engine:
         await index(engine, embedder)
         for i in range(CALL_PROBATION + 8):
             result = await engine.run(query(i))
@@ -125,7 +126,7 @@ async def test_a_slow_plain_embedder_stays_in_threads() -> None:
 
 async def test_a_cheap_embedder_that_turns_slow_goes_back_to_a_thread_at_once() -> None:
     embedder = PlainEmbedder()
-    async with AsyncContextEngine() as engine:
+    async with AsyncContextEngine(cheap_embedder_on_loop=True) as engine:
         await index(engine, embedder)
         ran = await run_until_inline(engine, embedder)
         embedder.spin_ms = 1.0  # busy on the loop: measured, not blocking
@@ -142,7 +143,7 @@ async def test_a_cheap_embedder_that_turns_slow_goes_back_to_a_thread_at_once() 
 async def test_offload_threads_pins_the_embedder_to_threads_and_a_hang_fails_alone() -> None:
     embedder = PlainEmbedder()
     try:
-        async with AsyncContextEngine(offload="threads") as engine:
+        async with AsyncContextEngine(offload="threads", cheap_embedder_on_loop=True) as engine:
             await index(engine, embedder)
             for i in range(2 * CALL_PROBATION):
                 await engine.run(query(i))
@@ -154,11 +155,28 @@ async def test_offload_threads_pins_the_embedder_to_threads_and_a_hang_fails_alo
         embedder.gate.set()
 
 
+async def test_by_default_even_a_cheap_plain_embedder_stays_in_threads() -> None:
+    """The safe rule unless the engine opts in: a cheap call that later blocks on a
+    network or a lock must not be able to stall the loop."""
+    embedder = PlainEmbedder()
+    async with AsyncContextEngine() as engine:
+        await index(engine, embedder)
+        for i in range(4 * CALL_PROBATION):
+            await engine.run(query(i))
+    assert len(embedder.threads) == 4 * CALL_PROBATION
+    assert not any(embedder.on_loop(i) for i in range(len(embedder.threads)))
+
+
+def test_the_opt_in_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="cheap_embedder_on_loop"):
+        AsyncContextEngine(cheap_embedder_on_loop="yes")  # type: ignore[arg-type]
+
+
 async def test_cancelled_requests_with_an_inline_embedder_change_nothing() -> None:
     make = config_factory()
     reference = SyncReference(make)
     embedder = PlainEmbedder()
-    async with AsyncContextEngine(make()) as engine:
+    async with AsyncContextEngine(make(), cheap_embedder_on_loop=True) as engine:
         log = SubmissionLog(engine)
         await index(engine, embedder)
         ran = await run_until_inline(engine, embedder)

@@ -59,15 +59,14 @@ __all__ = ["AsyncContextEngine", "EngineStatistics", "Offload"]
 class AsyncContextEngine(IndexMethods, StateMethods):
     """Async, streaming, concurrent context engine with the documented behaviour.
 
-    The components of the documented ``ContextEngine`` (``query_analyzer``,
-    ``retriever``, ``chunk_filter``, ``ranker``, ``composer``, ``guard``,
-    ``budget_allocator``, ``length_counter``; see
-    :class:`~zerda_async.pipeline.Components`) are keyword arguments here;
-    ``None`` selects the documented default.  ``max_in_flight`` bounds the requests
-    inside the pipeline; further callers wait (backpressure).  The remaining
-    keywords tune the runner: ``workers`` speculation tasks, ``thread_limit``
-    worker threads for CPU-bound stages, and the query-embedding micro-batch
-    ``embed_batch_window`` (seconds) and ``embed_batch_size``.
+    The components of the documented ``ContextEngine`` (``query_analyzer``, ``retriever``,
+    ``chunk_filter``, ``ranker``, ``composer``, ``guard``, ``budget_allocator``,
+    ``length_counter``; see :class:`~zerda_async.pipeline.Components`) are keyword arguments
+    here; ``None`` selects the documented default.  ``max_in_flight`` bounds the requests
+    inside the pipeline; further callers wait (backpressure).  The remaining keywords tune
+    the runner: ``workers`` speculation tasks, ``thread_limit`` worker threads for CPU-bound
+    stages, and the query-embedding micro-batch ``embed_batch_window`` (seconds) and
+    ``embed_batch_size``.
 
     ``vector_dtype`` stores the in-memory embedding matrix as ``"float64"``
     (default: the documented scores exactly) or ``"float32"`` (half the memory
@@ -87,12 +86,10 @@ class AsyncContextEngine(IndexMethods, StateMethods):
     entries (the documented cache can exceed it once entries expire; see
     :class:`~zerda_async.core.cache.BoundedContextCache`).
 
-    ``offload`` places the speculative stages: ``"auto"`` (default) in worker
-    threads when their measured CPU cost outweighs the thread hop, or
-    whenever they call caller code that may block (a plain query embedder
-    until it measures cheaper than the hop: ``runtime.CallPolicy``);
-    ``"threads"`` always; ``"inline"`` never (on the event loop).  In ``"auto"``, groups whose
-    measured CPU cost is at most ``offload_threshold_ms`` run inline
+    ``offload`` places the speculative stages: ``"auto"`` (default) in worker threads when
+    their measured CPU cost outweighs the thread hop, or whenever they call caller code
+    that may block; ``"threads"`` always; ``"inline"`` never (on the event loop).  In
+    ``"auto"``, groups whose measured CPU cost is at most ``offload_threshold_ms`` run inline
     (``None``: two GIL switch intervals, 10 ms by default; with other requests
     in flight a group over 2 ms goes to a thread unless the loop is paced;
     see :func:`zerda_async.pipeline.default_threshold_ms` and
@@ -104,13 +101,16 @@ class AsyncContextEngine(IndexMethods, StateMethods):
     (docs/performance.md); ``None`` follows the process-wide switch
     (``zerda_async.runtime.set_loop_pacing``, ``ZERDA_LOOP_PACING``; on by
     default), ``True`` / ``False`` pins it for this engine.
+    ``cheap_embedder_on_loop=True`` runs a plain query embedder on the loop once 16 calls
+    in a row cost under 0.25 ms, less than the thread hop (``runtime.CallPolicy``); off
+    (default) it stays in threads: a cheap one that then blocks (a cache before a network
+    call, a lock held by an indexing batch) would stall the loop beyond any timeout.
 
     ``stores`` (a :class:`~zerda_async.stores.Stores` record) moves the index,
     the sessions, the context cache and the adaptive statistics into shared
     stores, so that several engines — replicas in other processes or on other
-    machines — serve as one; see docs/stores.md.  Left
-    ``None`` (or any field of it), everything stays in this process as before.
-    The engine does not close the stores (their owner does).
+    machines — serve as one; see docs/stores.md.  Left ``None`` (or any field of
+    it), everything stays in this process.  The engine does not close the stores.
     """
 
     def __init__(
@@ -129,6 +129,7 @@ class AsyncContextEngine(IndexMethods, StateMethods):
         validate: bool = True,
         offload_threshold_ms: float | None = None,
         loop_pacing: bool | None = None,
+        cheap_embedder_on_loop: bool = False,
         **components: Unpack[Components],
     ) -> None:
         check_arguments(offload, vector_dtype, components)
@@ -160,6 +161,7 @@ class AsyncContextEngine(IndexMethods, StateMethods):
                 embed_batch_size=embed_batch_size,
                 offload_threshold_ms=offload_threshold_ms,
                 loop_pacing=loop_pacing,
+                cheap_embedder_on_loop=cheap_embedder_on_loop,
             ),
         )
         self._runner.policy.forced = OFFLOAD_MODES[offload]
@@ -245,13 +247,12 @@ class AsyncContextEngine(IndexMethods, StateMethods):
     ) -> AsyncContextEngine:
         """An engine over the index saved in ``path``, ready for ``async with``.
 
-        ``embed_fn`` / ``batch_embed_fn`` embed queries (and chunks added
-        later); they must be the embedder the index was built with.  Without
-        one, vector search returns nothing.  ``config=None`` uses the
-        configuration saved with the index.  The vector dtype is the saved
-        one unless ``vector_dtype`` is given.  Arrays are memory-mapped.
-        Raises :class:`~zerda_async.errors.IndexFormatError` naming the file
-        for a missing, truncated, corrupt, foreign or newer-format index.
+        ``embed_fn`` / ``batch_embed_fn`` embed queries (and chunks added later); they
+        must be the embedder the index was built with.  Without one, vector search
+        returns nothing.  ``config=None`` uses the configuration saved with the index.
+        The vector dtype is the saved one unless ``vector_dtype`` is given.  Arrays are
+        memory-mapped.  Raises :class:`~zerda_async.errors.IndexFormatError` naming the
+        file for a missing, truncated, corrupt, foreign or newer-format index.
         """
         saved = await anyio.to_thread.run_sync(load_index, path)
         dtype: VectorDType = engine_kwargs.pop("vector_dtype", None) or (
@@ -283,15 +284,14 @@ class AsyncContextEngine(IndexMethods, StateMethods):
         """Run the pipeline for ``query``; raises ``TimeoutError`` after ``timeout`` seconds.
 
         ``session_id`` selects a conversation history of its own (``None`` uses
-        the documented single history).  ``filters`` restricts retrieval to the
-        chunks whose metadata satisfy it (equality, ``{"$in": [...]}``, numeric
-        ranges such as ``{"$gte": 1, "$lt": 5}``; the boosting
-        ``metadata_filters`` stay as documented); ``template`` composes this
-        request with that template (or ``"auto"``).  ``options`` gives them all
-        as one :class:`RunOptions` instead.  A bad filter or template
-        raises ``ConfigError`` naming it, before anything runs.  A cancelled or
-        timed-out request changes no shared state.  A ``TimeoutError`` carries a note saying
-        where the request was waiting (a pipeline stage, a queue).
+        the documented single history).  ``filters`` restricts retrieval to the chunks
+        whose metadata satisfy it (equality, ``{"$in": [...]}``, numeric ranges such as
+        ``{"$gte": 1, "$lt": 5}``; the boosting ``metadata_filters`` stay as documented);
+        ``template`` composes this request with that template (or ``"auto"``).
+        ``options`` gives them all as one :class:`RunOptions` instead.  A bad filter or
+        template raises ``ConfigError`` naming it, before anything runs.  A cancelled or
+        timed-out request changes no shared state.  A ``TimeoutError`` carries a note
+        saying where the request was waiting (a pipeline stage, a queue).
         """
         self._check_open()
         job = make_job(

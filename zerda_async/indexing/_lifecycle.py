@@ -43,12 +43,15 @@ __all__ = ["IndexLifecycle"]
 def _embedder(
     runner: AsyncRunner, embed_fn: EmbedFn | None, batch_embed_fn: BatchEmbedFn | None
 ) -> Embedder:
-    """The index's embedder; its plain query calls placed as the engine's offload pin allows.
+    """The index's embedder; its plain query calls in worker threads, unless the engine
+    was built with ``cheap_embedder_on_loop=True``.
 
-    ``offload="threads"`` keeps them in worker threads and ``"inline"`` on the
-    loop; ``"auto"`` lets a :class:`~zerda_async.runtime.CallPolicy` move
-    them onto the loop once they measure cheaper than the hop.
+    Then ``offload="threads"`` keeps them in worker threads and ``"inline"``
+    on the loop; ``"auto"`` lets a :class:`~zerda_async.runtime.CallPolicy`
+    move them onto the loop once they measure cheaper than the hop.
     """
+    if not runner.settings.cheap_embedder_on_loop:
+        return Embedder(embed_fn, batch_embed_fn, limiter=runner.limiter)
     placement = CallPolicy(runner.settings.offload_threshold_ms)
     placement.forced = runner.policy.forced
     return Embedder(embed_fn, batch_embed_fn, limiter=runner.limiter, placement=placement)

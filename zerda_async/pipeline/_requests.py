@@ -35,6 +35,7 @@ class RunnerSettings:
         offload_threshold_ms: float | None = None,
         offload_min_corpus: int = OFFLOAD_MIN_CORPUS,
         loop_pacing: bool | None = None,
+        cheap_embedder_on_loop: bool = False,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight!r}")
@@ -55,6 +56,12 @@ class RunnerSettings:
             raise TypeError(f"loop_pacing must be None, True or False, got {loop_pacing!r}")
         # None: the process-wide switch (runtime.set_loop_pacing); a bool pins it.
         self.loop_pacing = loop_pacing
+        if not isinstance(cheap_embedder_on_loop, bool):
+            raise TypeError(
+                f"cheap_embedder_on_loop must be True or False, got {cheap_embedder_on_loop!r}"
+            )
+        # Off: a plain query embedder always runs in a worker thread (the safe rule).
+        self.cheap_embedder_on_loop = cheap_embedder_on_loop
 
 
 class Phase(enum.Enum):
