@@ -33,8 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import command_line, describe_load, describe_machine, format_table, write_summary
 from _e5_vectors import E5Embedder, E5Vectors
+from _quality_engines import engine_ranker, make_engine
+from _quality_metrics import ranking_metrics
 from bench_covid import load, split
-from bench_quality import engine_ranker, make_engine, ranking_metrics
 
 from zerda_async import ContextEngineConfig
 from zerda_async.core.models import ScoredChunk

@@ -64,19 +64,31 @@ def _squash(text: str) -> str:
 
 
 def load_documents(
-    path: Path, lang: str, chunk_size: int, title_of: TitleOf, heading: bool
+    path: Path,
+    lang: str,
+    chunk_size: int,
+    title_of: TitleOf,
+    heading: bool,
+    size_of: Callable[[int], int] | None = None,
 ) -> Corpus:
-    """Chunks of the readers' chunker (with the title as search heading when ``heading``)."""
+    """Chunks of the readers' chunker (with the title as search heading when ``heading``).
+
+    ``size_of(article length)`` gives each article's chunk size instead of
+    ``chunk_size`` (``bench_long_chunks.py``'s rule by document length).
+    """
     corpus = Corpus(lang)
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         data = json.load(fh)["data"]
     for a, article in enumerate(data):
+        size = chunk_size
+        if size_of is not None:
+            size = size_of(sum(len(p["context"]) + 2 for p in article["paragraphs"]))
         number = 0
         for p, paragraph in enumerate(article["paragraphs"]):
             context = paragraph["context"]
             title = title_of(article, context)
             document = Document(source=f"{lang}-{a}", kind="text", text=context, title=title)
-            chunks = chunk_document(document, chunk_size)
+            chunks = chunk_document(document, size)
             ids = [f"{lang}-{a}-{p}-{i}" for i in range(len(chunks))]
             for doc_id, chunk in zip(ids, chunks, strict=True):
                 # "chunk": the place in the article, numbered as zerda index numbers a file's.

@@ -32,7 +32,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (
-    BenchChunk,
     command_line,
     describe_load,
     describe_machine,
@@ -41,60 +40,31 @@ from _common import (
     write_summary,
 )
 from _e5_vectors import E5Embedder, E5Vectors
-from _quality_data import Corpus, Question
+from _quality_data import Corpus
+from _quality_engines import engine_ranker, make_engine
+from _quality_metrics import context_metrics, ranking_metrics
 from bench_covid import split
-from bench_headings import SETS
+from bench_headings import SETS, load_documents
 from bench_quality import HEADERS as QUALITY_HEADERS
-from bench_quality import context_metrics, engine_ranker, make_engine, ranking_metrics
 from bench_quality import measure as measure_sets
 
 from zerda_async import ContextEngineConfig
-from zerda_async.core.index.chunks import SEARCH_HEADING
-from zerda_async.readers import Document, chunk_document, chunk_size_for
+from zerda_async.readers import chunk_size_for
 
 BASE = 400
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
 
 
 def load_by_length(set_index: int, long_from: int, long_size: int) -> Corpus:
     """A public set cut by the length rule, titles as search heading (``load_documents``'s way)."""
     _, file, lang, title_of = SETS[set_index]
-    corpus = Corpus(lang)
-    with gzip.open(quality_data_dir() / file, "rt", encoding="utf-8") as fh:
-        data = json.load(fh)["data"]
-    for a, article in enumerate(data):
-        length = sum(len(p["context"]) + 2 for p in article["paragraphs"])
-        size = chunk_size_for(length, BASE, long_size, long_from)
-        number = 0
-        for p, paragraph in enumerate(article["paragraphs"]):
-            context = paragraph["context"]
-            title = title_of(article, context)
-            document = Document(source=f"{lang}-{a}", kind="text", text=context, title=title)
-            chunks = chunk_document(document, size)
-            ids = [f"{lang}-{a}-{p}-{i}" for i in range(len(chunks))]
-            for doc_id, chunk in zip(ids, chunks, strict=True):
-                meta: dict[str, Any] = {"source": f"{lang}-{a}", "lang": lang, "chunk": number}
-                number += 1
-                if title:
-                    meta[SEARCH_HEADING] = title
-                corpus.chunks.append(BenchChunk(doc_id=doc_id, text=chunk.text, metadata=meta))
-            squashed = [_squash(c.text) for c in chunks]
-            for qa in paragraph["qas"]:
-                answers = [ans["text"] for ans in qa["answers"] if ans["text"].strip()]
-                if not answers:
-                    continue
-                relevant = {
-                    ids[i] for i, t in enumerate(squashed) if any(_squash(x) in t for x in answers)
-                }
-                if not relevant and chunks:
-                    at = qa["answers"][0]["answer_start"]
-                    holder = max((i for i, c in enumerate(chunks) if c.start <= at), default=0)
-                    relevant = {ids[holder]}
-                corpus.questions.append(Question(qa["question"], answers, relevant))
-    return corpus
+    return load_documents(
+        quality_data_dir() / file,
+        lang,
+        BASE,
+        title_of,
+        True,
+        size_of=lambda length: chunk_size_for(length, BASE, long_size, long_from),
+    )
 
 
 def long_articles(long_from: int) -> list[list[str]]:
