@@ -28,6 +28,11 @@ Method
 * **idle heartbeat**: the heartbeat alone in the parent, for a round's median
   wall time, after every round: what the machine's other load costs any
   loop; lateness above it is the engine's.
+* ``--busy-cores N``: N other processes (``while True: pass``) spin for the
+  whole measurement, started after every child has indexed and killed at the
+  end, so that N cores are taken from outside (a machine shared with other
+  work); the idle heartbeat then runs beside them too.
+* ``--baseline`` may be given more than once: one child per revision.
 * Output digest: SHA-256 over every result's context, so the revisions show
   that they returned the same contexts.
 * ``gc.freeze()`` after indexing: the interpreter's full collection of the
@@ -230,19 +235,36 @@ def _idle(seconds: float) -> list[float]:
     return anyio.run(measured)
 
 
-def measure(n_chunks: int, rounds: int, baseline: str | None) -> tuple[list[list[Any]], float]:
+def start_spinners(count: int) -> list[subprocess.Popen[bytes]]:
+    """``count`` processes that each keep one core busy until killed (:func:`stop_spinners`)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def stop_spinners(spinners: list[subprocess.Popen[bytes]]) -> None:
+    """Kill the spinners started by :func:`start_spinners` and reap them."""
+    for spinner in spinners:
+        spinner.kill()
+    for spinner in spinners:
+        spinner.wait()
+
+
+def measure(
+    n_chunks: int, rounds: int, baselines: list[str], busy_cores: int = 0
+) -> tuple[list[list[Any]], float]:
     """Alternated rounds of every (revision, variant); the table rows and this tree's worst."""
-    tmp = extract_revision(baseline) if baseline else None
+    tmps = [extract_revision(baseline) for baseline in baselines]
     children: dict[str, tuple[Child, str]] = {}
+    spinners: list[subprocess.Popen[bytes]] = []
     try:
         this = Child(_HERE.parent, n_chunks, [THIS, UNPACED])
         children = {THIS: (this, THIS), UNPACED: (this, UNPACED)}
-        if tmp is not None:
+        for baseline, tmp in zip(baselines, tmps, strict=True):
             base = Child(Path(tmp.name), n_chunks, [THIS])
             children[f"baseline {baseline}"] = (base, THIS)
         for child in {id(c): c for c, _ in children.values()}.values():
             child.ready()
         print(f"  indexed {n_chunks:,} chunks in every child", flush=True)
+        spinners = start_spinners(busy_cores)
         data: dict[str, list[dict[str, Any]]] = {name: [] for name in children}
         idle: list[float] = []
         for round_no in range(rounds):
@@ -258,9 +280,10 @@ def measure(n_chunks: int, rounds: int, baseline: str | None) -> tuple[list[list
                 )
             idle.extend(_idle(statistics.median(r["wall"] for v in data.values() for r in v)))
     finally:
+        stop_spinners(spinners)
         for child in {id(c): c for c, _ in children.values()}.values():
             child.close()
-        if tmp is not None:
+        for tmp in tmps:
             tmp.cleanup()
     rows = []
     for name, results in data.items():
@@ -290,7 +313,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one round instead of four")
     parser.add_argument("--chunks", type=int, default=100_000, help="corpus size")
     parser.add_argument("--rounds", type=int, default=None, help="rounds (default 4, quick 1)")
-    parser.add_argument("--baseline", default="main", help="git revision to compare with")
+    parser.add_argument(
+        "--baseline", action="append", help="git revision to compare with (repeatable; main)"
+    )
+    parser.add_argument(
+        "--busy-cores", type=int, default=0, help="cores kept busy by spinning processes"
+    )
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--variants", default="[]", help=argparse.SUPPRESS)
@@ -299,17 +327,19 @@ def main() -> None:
         anyio.run(serve_rounds, args.chunks, json.loads(args.variants))
         return
     rounds = args.rounds or (1 if args.quick else 4)
-    baseline = None if args.no_baseline else args.baseline
+    baselines = [] if args.no_baseline else (args.baseline or ["main"])
+    busy = f"; {args.busy_cores} core(s) kept busy by spinning processes" if args.busy_cores else ""
     header = [
         f"Machine: {describe_machine()}",
-        f"Code: {describe_revision()} against {baseline or 'nothing'}; {describe_load()} at start",
+        f"Code: {describe_revision()} against {', '.join(baselines) or 'nothing'}; "
+        f"{describe_load()} at start{busy}",
         f"Method: {REQUESTS} concurrent requests (run_many, concurrency {REQUESTS}), "
         f"{args.chunks:,} chunks x 64 dims, 20 ms coroutine batch embedder, "
         f"10 ms heartbeat; {rounds} alternated round(s) per row, one child process "
         "per revision",
     ]
     print("\n".join(header), flush=True)
-    rows, worst = measure(args.chunks, rounds, baseline)
+    rows, worst = measure(args.chunks, rounds, baselines, args.busy_cores)
     table = format_table(
         [
             "revision",
