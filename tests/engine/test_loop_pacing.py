@@ -19,7 +19,16 @@ import zerda_async.pipeline._speculation as speculation_module
 import zerda_async.pipeline._stages as stages_module
 from engine.support import hashed_embedding
 from zerda_async import AsyncContextEngine, ContextEngineConfig, ContextResult
-from zerda_async.runtime import Slice, Steps, loop_pacing, set_loop_pacing, timed_steps
+from zerda_async.pipeline._offload import apply_group
+from zerda_async.pipeline._speculation import _timed_group
+from zerda_async.runtime import (
+    PIECES_EVERY,
+    Slice,
+    Steps,
+    loop_pacing,
+    set_loop_pacing,
+    timed_steps,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -131,6 +140,35 @@ async def test_other_tasks_run_between_the_pieces_of_one_retrieval(
     assert len(seen) >= 10
     # The ticker ran between every two pieces: none ran back to back.
     assert all(b > a for a, b in pairwise(seen)), seen
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_groups_sent_to_threads_run_whole_once_their_pieces_are_known(
+    pieces: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = {"whole": 0, "pieces": 0}
+
+    def counted(kind: str, run: Any) -> Any:
+        def call(*args: Any) -> Any:
+            runs[kind] += 1
+            return run(*args)
+
+        return call
+
+    async with _paced(AsyncContextEngine(ContextEngineConfig())) as engine:
+        await engine.index(_corpus(), embed_fn=hashed_embedding)
+        await engine.run("warm the offload policy up")  # paced: the largest piece is learnt
+        assert engine._runner.policy.largest_ms is not None
+        # Crowded, with a core free: every group goes to a worker thread.
+        engine._runner.speculation.crowded = lambda: True
+        engine._runner.speculation.spare_core = lambda: True
+        monkeypatch.setattr(speculation_module, "apply_group", counted("whole", apply_group))
+        monkeypatch.setattr(speculation_module, "_timed_group", counted("pieces", _timed_group))
+        await engine.run_many(_QUERIES, concurrency=8)
+    offloaded = runs["whole"] + runs["pieces"]
+    assert offloaded >= len(_QUERIES)
+    # Pieces (and their GIL hand-offs) only once in PIECES_EVERY, to keep the largest current.
+    assert runs["pieces"] == offloaded // PIECES_EVERY
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])

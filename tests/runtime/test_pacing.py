@@ -10,6 +10,7 @@ import pytest
 
 import zerda_async.runtime._offload_policy as offload_policy_module
 from zerda_async.runtime import (
+    PIECES_EVERY,
     SPARE_CORE,
     LoopPacer,
     OffloadPolicy,
@@ -165,3 +166,16 @@ def test_a_spare_core_is_one_the_machine_leaves_idle(
 ) -> None:
     monkeypatch.setattr(offload_policy_module, "free_cores", lambda: free)
     assert spare_core() is spare
+
+
+def test_offloaded_runs_go_in_pieces_only_to_learn_the_largest() -> None:
+    policy = OffloadPolicy(None, min_corpus=20_000)
+    # Nothing measured in pieces yet: every offloaded run goes in pieces.
+    assert policy.pieces_in_thread()
+    policy.observe(30.0)
+    assert policy.pieces_in_thread()
+    # Once a largest piece is known, one run in PIECES_EVERY goes in pieces.
+    policy.observe(30.0, largest_ms=2.0)
+    asked = [policy.pieces_in_thread() for _ in range(3 * PIECES_EVERY)]
+    assert asked.count(True) == 3
+    assert asked[PIECES_EVERY - 1] and not any(asked[: PIECES_EVERY - 1])

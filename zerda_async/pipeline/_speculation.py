@@ -180,13 +180,14 @@ class Speculation:
             return
         job = request.job
         offload, paced = self._placement()
-        if offload and not self.pacer.active():
+        if offload and not (self.pacer.active() and self.policy.pieces_in_thread()):
             self.policy.observe(
                 await run_in_thread(apply_group, job, self.state, stages, limiter=self.limiter)
             )
         elif offload:
-            # In pieces inside the thread too, timed one by one: the policy
-            # learns the largest piece, which decides whether a paced run fits.
+            # Now and then in pieces inside the thread, timed one by one: the
+            # policy learns the largest piece, which decides whether a paced
+            # run fits (runtime.PIECES_EVERY).
             spent, largest = await run_in_thread(
                 _timed_group, job, self.state, stages, limiter=self.limiter
             )

@@ -23,6 +23,7 @@ __all__ = [
     "CALL_PROBATION",
     "CROWDED_THRESHOLD_MS",
     "OFFLOAD_MIN_CORPUS",
+    "PIECES_EVERY",
     "SPARE_CORE",
     "CallPolicy",
     "OffloadPolicy",
@@ -66,6 +67,21 @@ competes with the loop and OpenBLAS helper threads spin (the CPU per
 request rose 2-4x under load), so the group is paced on the loop instead.
 """
 
+
+PIECES_EVERY = 32
+"""Every how many offloaded runs of a paced group one runs in pieces in its thread.
+
+A run in pieces in a worker thread teaches the policy the group's largest
+piece (what a paced run would block the loop for), but costs a GIL hand-off
+per piece: each vector-scan block releases the GIL and must win it back from
+the loop thread, up to a switch interval each while the loop is busy.  So a
+thread runs the group in pieces only while no piece has been measured, and
+then once in this many runs to follow a changing cost; otherwise in one
+piece, with the one-shot scan, as an unpaced engine does.  Measured with one
+core kept busy from outside (256 concurrent requests at 100,000 chunks,
+``bench/bench_loop_stall.py --busy-cores 1``): groups in pieces in their
+threads 120-128 q/s, in one piece 133-149 q/s.
+"""
 
 CALL_INLINE_MS = 0.25
 """Cost under which a call into caller code may run on the loop (ms).
@@ -158,6 +174,8 @@ class OffloadPolicy:
         # Pins the placement when not None (True: threads, False: inline);
         # tests use it to exercise both placements.
         self.forced: bool | None = None
+        # Offloaded runs of a paced group since the last one in pieces.
+        self._whole_runs = 0
 
     def should_offload(self, corpus_size: int, crowded: bool = False, paced: bool = False) -> bool:
         """True when the next run of the group should go to a worker thread.
@@ -187,6 +205,21 @@ class OffloadPolicy:
         ones run inline under concurrency anyway.
         """
         return self.average_ms is not None and self.average_ms > self.crowded_threshold_ms
+
+    def pieces_in_thread(self) -> bool:
+        """True when the next offloaded run should go in pieces, to measure the largest.
+
+        Only while no piece was measured yet, and then one run in
+        :data:`PIECES_EVERY`: pieces in a thread cost GIL hand-offs and are
+        of use only for what they teach a paced run.
+        """
+        if self.largest_ms is None:
+            return True
+        self._whole_runs += 1
+        if self._whole_runs >= PIECES_EVERY:
+            self._whole_runs = 0
+            return True
+        return False
 
     def observe(self, cost_ms: float, largest_ms: float | None = None) -> None:
         """Record the measured cost of one run of the group (without the hop).
