@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from threadpoolctl import ThreadpoolController
 
+import zerda_async.runtime._scan_threads as scan_threads_module
 from zerda_async import AsyncContextEngine
-from zerda_async.core.index import VectorIndex
+from zerda_async.core.index import STEP_WORK, VectorIndex
 from zerda_async.pipeline import OffloadPolicy, RunnerSettings, default_threshold_ms
 from zerda_async.runtime import (
     SMALL_SCAN,
@@ -86,7 +87,7 @@ def test_auto_uses_at_most_the_free_cores(two_blas_threads: None) -> None:
     free = free_cores()
     assert free is not None  # Linux: /proc/stat is there
     assert 0.0 <= free <= len(os.sched_getaffinity(0))
-    with scan_threads():
+    with scan_threads(SMALL_SCAN + 1):
         assert 1 <= blas_threads() <= 2
     assert blas_threads() == 2
 
@@ -130,6 +131,18 @@ def test_the_policy_keeps_work_under_the_threshold_inline() -> None:
     for _ in range(20):
         policy.observe(30.0)
     assert policy.should_offload(100_000)
+
+
+def test_a_full_scan_block_runs_on_one_thread_even_with_cores_free(
+    two_blas_threads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_scan_blas_threads("auto")
+    monkeypatch.setattr(scan_threads_module, "free_cores", lambda: 2.0)
+    with scan_threads(STEP_WORK):  # a stepped scan's block: SMALL_SCAN multiply-adds
+        assert blas_threads() == 1
+    with scan_threads(SMALL_SCAN + 1):
+        assert blas_threads() == 2
+    assert blas_threads() == 2
 
 
 def test_auto_scans_a_small_product_on_one_thread(two_blas_threads: None) -> None:

@@ -15,10 +15,10 @@ helper thread competing with them for a core spin-waits and makes the scan
 wait (measured at 10,000 chunks, 256 queries at concurrency 64: 101-126
 requests/s against 938-1,082 with one BLAS thread).
 
-A scan smaller than :data:`SMALL_SCAN` multiply-adds (under ~16,000 rows of
-64 dimensions) always uses one thread in ``auto``: a second thread saves at
-most tens of microseconds there and costs milliseconds whenever its core is
-taken (``bench/README.md``).
+A scan of at most :data:`SMALL_SCAN` multiply-adds (up to ~16,000 rows of
+64 dimensions, so every block of a stepped scan) always uses one thread in
+``auto``: a second thread saves at most tens of microseconds there and costs
+milliseconds whenever its core is taken (``bench/README.md``).
 
 The setting is process-wide while a scan runs: concurrent scans share it
 (reference-counted under one lock) and the last one out restores the value
@@ -48,7 +48,16 @@ __all__ = [
 ]
 
 SMALL_SCAN = 1 << 20
-"""Multiply-adds below which ``auto`` scans on one BLAS thread."""
+"""Multiply-adds up to which ``auto`` scans on one BLAS thread.
+
+Up to, not below: a full block of a stepped scan is exactly this size and
+must scan on one thread.  It took the free-cores path when the bound was
+strict, so a paced request whose free-core reading came out high (the
+first reading of a process counts every core as free) woke OpenBLAS's
+helper thread, and with one core kept busy from outside that helper then
+took CPU from the event loop: 13-22 ms of CPU per request instead of 8 in
+the first rounds of 4 of 4 runs measured (``bench/README.md``).
+"""
 
 _ENV = "ZERDA_SCAN_BLAS_THREADS"
 _PROBE_EVERY = 0.25  # seconds between two reads of /proc/stat
@@ -152,7 +161,7 @@ def _wanted(work: int) -> int | None:
         return None
     if isinstance(_setting, int):
         return _setting
-    if work < SMALL_SCAN:
+    if work <= SMALL_SCAN:
         return 1
     free = free_cores()
     # Round down: a helper thread without a core of its own is what costs.
@@ -163,7 +172,7 @@ def _wanted(work: int) -> int | None:
 def scan_threads(work: int = SMALL_SCAN) -> Iterator[None]:
     """Run the body (a vector scan of ``work`` multiply-adds) with the BLAS threads it should use.
 
-    ``auto``: one thread under :data:`SMALL_SCAN`, else the free cores.
+    ``auto``: one thread up to :data:`SMALL_SCAN`, else the free cores.
     """
     global _active
     limit = _wanted(work)
