@@ -65,6 +65,12 @@ quiet machine: 171 q/s and a worst heartbeat of 7.6 ms, against 122 q/s
 paced and 132-141 q/s for the rule before).  Without one, the thread only
 competes with the loop and OpenBLAS helper threads spin (the CPU per
 request rose 2-4x under load), so the group is paced on the loop instead.
+
+:func:`~._scan_threads.free_cores` reads what the cores did, not how many
+threads wanted them, and credits one core of this process back: with one
+or two cores kept busy by other processes it reads about one core, so the
+groups then mostly go to threads, which measured faster there than pacing
+(``bench/README.md``, "One core busy from outside").
 """
 
 
