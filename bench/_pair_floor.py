@@ -138,7 +138,8 @@ def floor(per_half: int, covid_articles: int, weights: Sequence[float]) -> str:
 def _alone_offtopic(rows: Rows, side: tuple[str, bool]) -> np.ndarray:
     """Off-topic rows of questions with no chunk of their own script listed."""
     y = np.asarray(rows.relevant[side], dtype=bool)
-    return np.asarray([m[0] for m in rows.margin[side]], dtype=bool) & ~y
+    alone: np.ndarray = np.asarray([m[0] for m in rows.margin[side]], dtype=bool) & ~y
+    return alone
 
 
 def fit_pair(per_half: int, covid_articles: int, w: float) -> str:

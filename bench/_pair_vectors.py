@@ -5,13 +5,14 @@
 question and a chunk are embedded alike and cached under one key, the
 SHA-256 of the text, in ``bench/out/cache/use-v3/``.
 
-``PairEmbedder`` is the bench's second vector opinion in the engine's shape
-(``f(query)``, ``f.embed_batch(chunks)``): each text's unit e5 vector scaled
-by ``sqrt(w)`` beside its unit USE vector scaled by ``sqrt(1 - w)``, so the
-dot product of two such vectors is ``w cos_e5 + (1 - w) cos_use`` and every
-index placement ranks by that weighted cosine unchanged.  Its script
-direction is e5's, padded with zeros over the USE half (script centring
-then corrects the e5 half only); its floor is whatever the caller gives.
+``PairEmbedder`` is the product's ``E5UseEmbedder`` over both caches, in the
+engine's shape (``f(query)``, ``f.embed_batch(chunks)``): each text's unit
+e5 vector scaled by ``sqrt(w)`` beside its unit USE vector scaled by
+``sqrt(1 - w)``, so the dot product of two such vectors is
+``w cos_e5 + (1 - w) cos_use`` and every index placement ranks by that
+weighted cosine unchanged.  Its script direction is ``E5_USE_DIRECTION``
+(e5's, zero over the USE half); its floor is whatever the caller gives
+(``E5_USE_FLOOR`` for the shipped one).
 """
 
 from __future__ import annotations
@@ -24,20 +25,10 @@ from typing import Any
 import numpy as np
 from _e5_vectors import CACHE_ROOT, QUERY, E5Vectors, Matrix
 
-from zerda_async.core.floor_model import FloorModel, FloorWeights
-from zerda_async.core.script_centring import ScriptDirection
 from zerda_async.core.vector_floor import Floor
-from zerda_async.embedders import E5Embedder as ProductE5
-from zerda_async.embedders import UniversalSentenceEncoder
+from zerda_async.embedders import E5_USE_DIRECTION, UniversalSentenceEncoder
 
-__all__ = ["PAIR_FLOOR", "PairEmbedder", "UseVectors", "pair_direction"]
-
-PAIR_FLOOR = FloorModel(
-    same=FloorWeights(-48.9184, (60.4766, 25.4647, 7.3926, 1.5802)),
-    cross=FloorWeights(-5.5594, (0.0544, 95.2834, -1.4061, 0.2859)),
-    depth=50,
-)
-"""The pair's floor at w 0.9, printed by ``bench_pair.py --part fit`` (tune half)."""
+__all__ = ["PairEmbedder", "UseVectors"]
 
 _TEXT = ""
 """USE's key prefix: none (one form for questions and chunks)."""
@@ -65,12 +56,6 @@ class UseVectors(E5Vectors):
 assert _TEXT != QUERY
 
 
-def pair_direction() -> ScriptDirection:
-    """e5's script direction in the pair's space: zeros over the USE half."""
-    unit = np.asarray(ProductE5.script_direction.unit)
-    return ScriptDirection([*unit.tolist(), *([0.0] * UseVectors.dim)])
-
-
 class PairEmbedder:
     """e5 and USE side by side, weighted ``w`` / ``1 - w`` (module notes)."""
 
@@ -80,7 +65,7 @@ class PairEmbedder:
         self.e5, self.use, self.w = e5, use, w
         self.name = f"e5 + USE (w {w})"
         self.vector_floor = vector_floor
-        self.script_direction = pair_direction()
+        self.script_direction = E5_USE_DIRECTION
         self._scale = (math.sqrt(w), math.sqrt(1.0 - w))
 
     def join(self, e5_rows: Matrix, use_rows: Matrix) -> np.ndarray:

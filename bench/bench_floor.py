@@ -298,9 +298,9 @@ def main() -> None:
 
         corpora, plan = extended(args.covid_articles)
     if args.pair is not None:
-        from _pair_vectors import PAIR_FLOOR
+        from zerda_async.embedders import E5_USE_FLOOR
 
-        VARIANTS.append((f"pair w {args.pair}, its floor", True, 0.0, PAIR_FLOOR))
+        VARIANTS.append((f"pair w {args.pair}, E5_USE_FLOOR", True, 0.0, E5_USE_FLOOR))
         HEADERS.append(VARIANTS[-1][0])
     e5 = E5Embedder(E5Vectors())
     engines: dict[str, list[ContextEngine]] = {}

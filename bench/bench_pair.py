@@ -184,6 +184,11 @@ def ranking(weights: Sequence[float], profile_weights: Sequence[float]) -> str:
     )
 
 
+def parse(values: str) -> list[float]:
+    """``"0.8,0.9"`` as numbers."""
+    return [float(v) for v in values.split(",") if v]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--part", choices=("ranking", "floor", "fit", "all"), default="all")
@@ -196,7 +201,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     print(f"Machine: {describe_machine()}\nLoad: {describe_load()}")
     print(f"Threads: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
-    parse = lambda s: [float(v) for v in s.split(",") if v]  # noqa: E731
     if args.part in ("ranking", "all"):
         print(ranking(parse(args.weights), parse(args.profile_weights)))
     if args.part in ("floor", "all"):
