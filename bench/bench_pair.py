@@ -44,7 +44,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
+import statistics
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -56,11 +59,12 @@ from _common import describe_load, describe_machine, format_table
 from _e5_vectors import E5Embedder, E5Vectors
 from _pair_floor import fit_pair, floor
 from _pair_vectors import PairEmbedder, UseVectors
-from _quality_data import DATA, Corpus
+from _quality_data import DATA, SEED, Corpus
 from _quality_engines import make_engine
 from bench_rerank import _config, article, corpora, ranked_list
 
 from zerda_async.embedders import E5Embedder as ProductE5
+from zerda_async.embedders import E5UseEmbedder
 
 Matrix = np.ndarray
 HALVES = ("tune", "held-out")
@@ -184,6 +188,43 @@ def ranking(weights: Sequence[float], profile_weights: Sequence[float]) -> str:
     )
 
 
+def cost(sample: int, queries: int) -> str:
+    """CPU of the product's embedders, e5 alone against the pair, one thread each.
+
+    ``sample`` ARCD and XQuAD chunks drawn with the fixed seed, embedded by
+    ``E5Embedder(threads=1)`` and ``E5UseEmbedder(threads=1)`` in turn over
+    two rounds (``time.process_time``); then ``queries`` questions one at a
+    time by each (median milliseconds of wall time).
+    """
+    sets = ranking_sets(DATA)
+    chunks = [c.text for c in sets[0].chunks + sets[2].chunks]
+    asked = [q.text for q in sets[1].questions + sets[2].questions]
+    rng = random.Random(SEED)
+    picked, questions = rng.sample(chunks, sample), rng.sample(asked, queries)
+    models: dict[str, Any] = {
+        "e5-small": ProductE5(threads=1).load(),
+        "e5-small + USE v3": E5UseEmbedder(threads=1).load(),
+    }
+    cpu = dict.fromkeys(models, 0.0)
+    for _ in range(2):
+        for name, model in models.items():
+            started = time.process_time()
+            model.embed_batch(picked)
+            cpu[name] += time.process_time() - started
+    rows = []
+    for name, model in models.items():
+        times = []
+        for q in questions:
+            started = time.perf_counter()
+            model.embed_query(q)
+            times.append((time.perf_counter() - started) * 1000)
+        rate = 2 * sample / cpu[name]
+        dim = model.dim
+        rows.append([name, dim, f"{rate:.1f}", f"{statistics.median(times):.1f}"])
+    headers = ["embedder", "dims", "chunks per CPU second", "query ms (median)"]
+    return format_table(headers, rows)
+
+
 def parse(values: str) -> list[float]:
     """``"0.8,0.9"`` as numbers."""
     return [float(v) for v in values.split(",") if v]
@@ -191,7 +232,8 @@ def parse(values: str) -> list[float]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--part", choices=("ranking", "floor", "fit", "all"), default="all")
+    parser.add_argument("--part", choices=("ranking", "floor", "fit", "cost", "all"), default="all")
+    parser.add_argument("--sample", type=int, default=48, help="--part cost: chunks")
     parser.add_argument("--fit-weight", type=float, default=0.9, help="--part fit: the pair's w")
     parser.add_argument("--weights", default="0.5,0.6,0.7,0.8,0.9")
     parser.add_argument("--profile-weights", default="0.6,0.8")
@@ -205,6 +247,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(ranking(parse(args.weights), parse(args.profile_weights)))
     if args.part in ("floor", "all"):
         print(floor(args.per_half, args.covid_articles, parse(args.floor_weights)))
+    if args.part == "cost":
+        print(cost(args.sample, 50))
     if args.part == "fit":
         print(fit_pair(args.per_half, args.covid_articles, args.fit_weight))
     print(f"Load: {describe_load()}")
