@@ -14,11 +14,13 @@ from zerda_async.embedders import (
     E5_USE_DIRECTION,
     E5_USE_FLOOR,
     E5_USE_WEIGHT,
+    CachedEmbedder,
     E5Embedder,
     E5UseEmbedder,
     QueryEmbedder,
     TextEmbedder,
     UniversalSentenceEncoder,
+    VectorCache,
     cache_key,
     default_embedder,
     embed_kwargs,
@@ -67,6 +69,14 @@ def test_it_carries_its_floor_and_script_direction(pair: E5UseEmbedder) -> None:
     assert E5UseEmbedder(weight=0.5).vector_floor is None
     custom = E5UseEmbedder(weight=0.5, vector_floor=E5_MARGIN_FLOOR)
     assert custom.vector_floor is E5_MARGIN_FLOOR
+
+
+def test_a_vector_cache_keeps_its_floor_direction_and_query_form(pair: E5UseEmbedder) -> None:
+    cached = CachedEmbedder(pair, VectorCache(cache_key(pair.params())))
+    assert cached.vector_floor is E5_USE_FLOOR
+    assert cached.script_direction is E5_USE_DIRECTION
+    assert np.allclose(cached.embed_query(QUESTIONS[0]), pair.embed_query(QUESTIONS[0]))
+    assert np.allclose(cached(PASSAGES[0]), pair(PASSAGES[0]))
 
 
 @pytest.mark.parametrize("weight", [0, 1, -0.1, 1.5, True, "0.9", math.nan])
