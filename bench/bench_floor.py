@@ -96,12 +96,21 @@ def make_engine(chunks: Sequence[BenchChunk], embedder: E5Embedder) -> ContextEn
     return engine
 
 
-def variant_engines(chunks: Sequence[BenchChunk], vectors: E5Vectors) -> list[ContextEngine]:
+def variant_engines(
+    chunks: Sequence[BenchChunk], vectors: E5Vectors, pair: float | None = None
+) -> list[ContextEngine]:
     """One engine per variant over ``chunks``: its composer settings, and an e5 wrapper
-    carrying its floor over the same cached vectors."""
+    carrying its floor over the same cached vectors (``pair``: a variant labelled
+    ``pair`` runs the e5 + USE pair of that weight, ``bench/_pair_vectors.py``)."""
     engines = []
-    for _, use_floor, margin, floor in VARIANTS:
-        engine = make_engine(chunks, E5Embedder(vectors, vector_floor=floor))
+    for label, use_floor, margin, floor in VARIANTS:
+        if label.startswith("pair") and pair is not None:
+            from _pair_vectors import PairEmbedder, UseVectors
+
+            embedder: Any = PairEmbedder(vectors, UseVectors(), pair, vector_floor=floor)
+        else:
+            embedder = E5Embedder(vectors, vector_floor=floor)
+        engine = make_engine(chunks, embedder)
         engine.config.composer.embedder_floor = use_floor
         engine.config.composer.min_vector_margin = margin
         engines.append(engine)
@@ -274,8 +283,25 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--per-half", type=int, default=150)
     parser.add_argument("--covid-articles", type=int, default=6)
+    parser.add_argument(
+        "--pair", type=float, help="add the e5 + USE pair of this weight with its floor"
+    )
+    parser.add_argument(
+        "--mirror",
+        action="store_true",
+        help="add XQuAD's English questions over XQuAD ar + COVID-QA (bench_script_centring)",
+    )
     args = parser.parse_args()
     corpora, plan = build(args.data, args.covid_articles)
+    if args.mirror:
+        from bench_script_centring import extended
+
+        corpora, plan = extended(args.covid_articles)
+    if args.pair is not None:
+        from zerda_async.embedders import E5_USE_FLOOR
+
+        VARIANTS.append((f"pair w {args.pair}, E5_USE_FLOOR", True, 0.0, E5_USE_FLOOR))
+        HEADERS.append(VARIANTS[-1][0])
     e5 = E5Embedder(E5Vectors())
     engines: dict[str, list[ContextEngine]] = {}
     rows: list[list[Any]] = []
@@ -286,8 +312,8 @@ def main() -> None:
     across: list[float] = []
     for kind, label, questions, corpus in plan:
         if corpus not in engines:
-            engines[corpus] = variant_engines(corpora[corpus], e5.vectors)
-        engine = engines[corpus][-1]  # the recommended one, for the margins
+            engines[corpus] = variant_engines(corpora[corpus], e5.vectors, args.pair)
+        engine = engines[corpus][2]  # the recommended one, for the margins
         for half, picked in halves(questions, args.per_half).items():
             answerable = kind.startswith("answerable")
             rates, answers = measure(engines[corpus], picked, answerable)

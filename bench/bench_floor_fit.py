@@ -104,14 +104,23 @@ class Rows:
     """The tune half's question vectors by script (their means centre questions)."""
     chunks: dict[str, list[Matrix]] = field(default_factory=dict)
     """The tune half's chunk vectors by script."""
+    texts: dict[Side, list[tuple[str, str, list[str]]]] = field(default_factory=dict)
+    """(question, corpus name, the listed chunks of the row's group): other models' features."""
     margin: dict[Side, list[tuple[bool, bool, bool]]] = field(default_factory=dict)
     """(the question's listed chunks are all in the other script, E5_MARGIN_FLOOR flags
     the question, the margin rule as ``cross`` or ``cross_alone`` would apply it fails
     this row: :data:`RULE` on the row's group, or on the whole list when alone)."""
 
     def add(
-        self, side: Side, features: list[float], relevant: bool, probe: Any, margin: Any
+        self,
+        side: Side,
+        features: list[float],
+        relevant: bool,
+        probe: Any,
+        margin: Any,
+        texts: tuple[str, str, list[str]],
     ) -> None:
+        self.texts.setdefault(side, []).append(texts)
         self.features.setdefault(side, []).append(features)
         self.relevant.setdefault(side, []).append(relevant)
         self.probes.setdefault(side, []).append(probe)
@@ -127,10 +136,14 @@ def tune_article(doc_id: str) -> bool:
     return int(doc_id.split("-")[1]) % 2 == 0
 
 
-def collect(per_half: int, covid_articles: int) -> Rows:
-    """Feature rows of every question of the plan, by half and side."""
+def collect(per_half: int, covid_articles: int, embedder: Any = None) -> Rows:
+    """Feature rows of every question of the plan, by half and side.
+
+    ``embedder``: the bench's e5 wrapper by default; another in its shape
+    (``bench/_pair_vectors.py``) gives the rows of its own vector lists.
+    """
     corpora, plan = build(DATA, covid_articles)
-    e5 = E5Embedder(E5Vectors())
+    e5 = embedder if embedder is not None else E5Embedder(E5Vectors())
     rows = Rows()
     for name in ("XQuAD en", "XQuAD ar", "ARCD", "COVID-QA"):
         tune = [c for c in corpora[name] if tune_article(c.doc_id)]
@@ -173,7 +186,8 @@ def collect(per_half: int, covid_articles: int) -> Rows:
                         if sc.vector_margin > 0 and script_of(sc.text) == group
                     ]
                     probe = (asked, group, vector, np.asarray(e5.embed_batch(listed)))
-                    rows.add((half, cross), features, answer is not None, probe, margin)
+                    texts = (q.text, corpus, listed)
+                    rows.add((half, cross), features, answer is not None, probe, margin, texts)
     return rows
 
 

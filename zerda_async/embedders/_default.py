@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from zerda_async.embedders._e5 import E5Embedder, e5_available
+from zerda_async.embedders._e5_use import E5_USE_WEIGHT, E5UseEmbedder
 from zerda_async.embedders._hashing import HashingEmbedder
 from zerda_async.embedders._protocol import TextEmbedder
 from zerda_async.embedders._use import UniversalSentenceEncoder, use_available
@@ -48,6 +49,11 @@ def embedder_from_params(params: dict[str, Any]) -> TextEmbedder:
         return HashingEmbedder.from_params(params)
     if kind == E5Embedder.name:
         return E5Embedder(threads=params.get("threads", "auto"))
+    if kind == E5UseEmbedder.name:
+        return E5UseEmbedder(
+            weight=float(params.get("weight", E5_USE_WEIGHT)),
+            threads=params.get("threads", "auto"),
+        )
     if kind == UniversalSentenceEncoder.name:
         threads = params.get("threads", "auto")
         return UniversalSentenceEncoder(threads=threads)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from zerda_async.core.script_centring import ScriptDirection, direction_of
 from zerda_async.core.vector_floor import Floor, floor_of
 from zerda_async.embedders._protocol import as_texts, query_forms
 
@@ -194,6 +195,8 @@ class CachedEmbedder:
         self.dim: int | None = getattr(embedder, "dim", None)
         # The cache changes no vector, so the inner embedder's floor calibration holds.
         self.vector_floor: Floor | None = floor_of(embedder)
+        # Nor its script direction (retriever.script_centring).
+        self.script_direction: ScriptDirection | None = direction_of(embedder)
         self.embedded = 0
         self.reused = 0
         forms = query_forms(embedder, getattr(embedder, "embed_batch", None))
