@@ -68,6 +68,8 @@ VARIANTS: list[Variant] = [
     ("e5 floor model (recommended)", True, 0.0, E5_FLOOR),
 ]
 HEADERS = ["half", "kind", "questions -> chunks", "n"] + [v[0] for v in VARIANTS]
+RECOMMENDED = len(VARIANTS) - 1
+"""The index of the shipped floor's variant (``--pair`` appends one after it)."""
 
 
 def article(question: Question) -> int:
@@ -292,11 +294,12 @@ def main() -> None:
         help="add XQuAD's English questions over XQuAD ar + COVID-QA (bench_script_centring)",
     )
     args = parser.parse_args()
-    corpora, plan = build(args.data, args.covid_articles)
     if args.mirror:
         from bench_script_centring import extended
 
-        corpora, plan = extended(args.covid_articles)
+        corpora, plan = extended(args.covid_articles, args.data)
+    else:
+        corpora, plan = build(args.data, args.covid_articles)
     if args.pair is not None:
         from zerda_async.embedders import E5_USE_FLOOR
 
@@ -313,7 +316,7 @@ def main() -> None:
     for kind, label, questions, corpus in plan:
         if corpus not in engines:
             engines[corpus] = variant_engines(corpora[corpus], e5.vectors, args.pair)
-        engine = engines[corpus][2]  # the recommended one, for the margins
+        engine = engines[corpus][RECOMMENDED]  # for the margins
         for half, picked in halves(questions, args.per_half).items():
             answerable = kind.startswith("answerable")
             rates, answers = measure(engines[corpus], picked, answerable)

@@ -120,9 +120,9 @@ def direction_code(d: Matrix) -> str:
     return f"E5_DIRECTION = ScriptDirection(\n    (\n{body}\n    )\n)"
 
 
-def extended(covid_articles: int) -> tuple[dict[str, list[BenchChunk]], Plan]:
+def extended(covid_articles: int, data: Path = DATA) -> tuple[dict[str, list[BenchChunk]], Plan]:
     """The floor bench's corpora and plan, plus English questions over XQuAD ar + COVID-QA."""
-    corpora, plan = build(DATA, covid_articles)
+    corpora, plan = build(data, covid_articles)
     corpora["mixed: XQuAD ar + COVID-QA"] = corpora["XQuAD ar"] + corpora["COVID-QA"]
     en = {label: qs for _, label, qs, _ in plan if label == "XQuAD en"}["XQuAD en"]
     ar = {label: qs for _, label, qs, _ in plan if label == "XQuAD ar"}["XQuAD ar"]
