@@ -13,6 +13,9 @@ from _common import BenchChunk
 
 from sync_api import ContextEngine
 from zerda_async import ContextEngineConfig
+from zerda_async.core.script_centring import direction_of
+from zerda_async.core.vector_floor import floor_of
+from zerda_async.embedders import query_forms
 
 Ranked = Callable[[str], list[str]]
 
@@ -66,25 +69,45 @@ class CachedEmbedder:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name = type(inner).__name__
-        self._memo: dict[str, Any] = {}
+        # The engine reads these off the embedder it is given: without them an E5
+        # behind this memo would be searched without its fitted floor and its
+        # script centring, and its questions embedded as passages.
+        self.vector_floor = floor_of(inner)
+        self.script_direction = direction_of(inner)
+        forms = query_forms(inner, getattr(inner, "embed_batch", None))
+        self._queries = inner.embed_batch if forms is None else forms[1]
+        self._memo: dict[tuple[bool, str], Any] = {}
         self.texts = 0
         self.seconds = 0.0
 
-    def embed_batch(self, texts: Sequence[Any]) -> Any:
+    def _rows(self, texts: Sequence[Any], query: bool) -> Any:
         import numpy as np
 
         items = [str(t or "") for t in texts]
-        missing = list(dict.fromkeys(t for t in items if t not in self._memo))
+        missing = list(dict.fromkeys(t for t in items if (query, t) not in self._memo))
         if missing:
             started = time.perf_counter()
-            rows = self.inner.embed_batch(missing)
-            self.seconds += time.perf_counter() - started
-            self.texts += len(missing)
-            self._memo.update(zip(missing, rows, strict=True))
-        return np.stack([self._memo[t] for t in items])
+            rows = self._queries(missing) if query else self.inner.embed_batch(missing)
+            if not query:
+                self.seconds += time.perf_counter() - started
+                self.texts += len(missing)
+            self._memo.update(((query, t), row) for t, row in zip(missing, rows, strict=True))
+        return np.stack([self._memo[(query, t)] for t in items])
+
+    def embed_batch(self, texts: Sequence[Any]) -> Any:
+        """Passage rows (counted in the indexing throughput)."""
+        return self._rows(texts, query=False)
 
     def __call__(self, text: Any) -> Any:
         return self.embed_batch([text])[0]
+
+    def embed_query(self, text: Any) -> Any:
+        """A question's vector, in the inner embedder's query form."""
+        return self._rows([text], query=True)[0]
+
+    def embed_queries(self, texts: Sequence[Any]) -> Any:
+        """Question rows, in the inner embedder's query form."""
+        return self._rows(texts, query=True)
 
 
 def make_engine(config: ContextEngineConfig, chunks: Sequence[BenchChunk], embedder: Any) -> Any:
@@ -120,10 +143,11 @@ def embedder_line(embedder: CachedEmbedder | None, queries: Sequence[str]) -> st
     if embedder is None or not embedder.texts:
         return "Default embedder: none installed."
     inner = embedder.inner
+    embed_query = getattr(inner, "embed_query", inner)
     times = []
     for q in queries[:200]:
         start = time.perf_counter()
-        inner(q)
+        embed_query(q)
         times.append((time.perf_counter() - start) * 1000)
     rate = embedder.texts / embedder.seconds
     return (
