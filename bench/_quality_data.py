@@ -5,7 +5,7 @@ paragraphs), COVID-QA (long English articles; a fixed subset of articles, so
 that embedding it with e5 stays bounded), the mixed corpus of both, and the
 public half of XQuAD asked across languages (Arabic questions over the
 English paragraphs and the reverse).  Every context is cut by the product's
-own chunker (``zerda_async.apps._ingest.split_text``).  A question's relevant
+own chunker (``zerda_async.apps.split_text``).  A question's relevant
 chunks are the chunks of its own paragraph that contain an answer text
 (whitespace normalised), else the chunk holding ``answer_start``.
 """

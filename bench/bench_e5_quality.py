@@ -6,7 +6,7 @@ Method
   English twins with the same question ids.  The first ``--articles``
   articles (default 8 of 24) are used, to keep the E5 passes short on 2 cores.
 * Chunks: each paragraph cut by the product's chunker
-  (``zerda_async.apps._ingest.split_text``) at 400 characters.  A question's
+  (``zerda_async.apps.split_text``) at 400 characters.  A question's
   relevant chunks are those of its paragraph holding an answer text (the
   answers of the chunks' language: for a cross-language pair, the twin's),
   else the chunk holding ``answer_start``.

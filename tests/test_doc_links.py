@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from zerda_async.apps.server._schemas import MAX_QUERIES, MAX_QUERY_CHARS
+from zerda_async.apps.server import MAX_QUERIES, MAX_QUERY_CHARS
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted(

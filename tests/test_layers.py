@@ -3,6 +3,9 @@
 The layers, lowest first (ARCHITECTURE.md draws them); a module may import
 its own layer and the ones below it.  Imports inside functions and under
 ``TYPE_CHECKING`` count too: a lazy import that runs up is still an arrow up.
+Folders talk through their public face (``__init__``): no module of the
+package or of ``bench/`` imports another folder's private module, and a test
+imports a private module only from the test folder that mirrors its folder.
 """
 
 from __future__ import annotations
@@ -233,3 +236,103 @@ def test_the_checker_sees_a_private_crossing(tmp_path: Path) -> None:
         "zerda_async.pipeline._job",
         "zerda_async.runtime._hop_pool",
     ]
+
+
+# -- tests reach a folder's internals only from the tests that mirror it -------------------
+
+MIRRORS: dict[str, str] = {
+    "": "zerda_async",  # tests/*.py: the package's top level (its _compat)
+    "cli": "zerda_async.apps",
+    "core": "zerda_async.core",
+    "embedders": "zerda_async.embedders",
+    "engine": "zerda_async.engine",
+    "index": "zerda_async.indexing",
+    "integrations": "zerda_async.integrations",
+    "pipeline": "zerda_async.pipeline",
+    "readers": "zerda_async.readers",
+    "runtime": "zerda_async.runtime",
+    "service": "zerda_async.apps.server",
+    "stores": "zerda_async.stores",
+}
+"""Test folder (under ``tests/``) -> the package folder whose unit tests it holds.  A folder
+also covers its subfolders (``core`` covers ``core/retrieval``) unless another test folder
+mirrors the subfolder (``service`` holds ``apps/server``'s); the top level covers only
+itself.  golden, facade, reliability and support test through public names alone."""
+
+TESTS = {
+    ".".join(p.relative_to(ROOT).with_suffix("").parts): p for p in (ROOT / "tests").rglob("*.py")
+}
+"""Every module of ``tests/``, keyed by its path (``tests.cli.test_ingest``)."""
+
+
+def _test_folder_of(owner: str) -> str | None:
+    """The test folder that may import the private modules of package folder ``owner``."""
+    best: str | None = None
+    for tests, folder in MIRRORS.items():
+        covers = owner == folder or (owner.startswith(folder + ".") and folder != "zerda_async")
+        if covers and (best is None or len(folder) > len(MIRRORS[best])):
+            best = tests
+    return best
+
+
+def _misplaced_private_imports(module: str, path: Path) -> list[str]:
+    """The private modules ``module`` (a test, ``tests.<folder>...``) imports from outside
+    the package folder its own test folder mirrors."""
+    parts = module.split(".")[1:-1]
+    folder = parts[0] if parts else ""
+    return sorted(
+        target
+        for target in set(_imports(module, path))
+        if (owner := _owner(target)) is not None and _test_folder_of(owner) != folder
+    )
+
+
+def test_tests_import_private_modules_only_from_the_folder_that_mirrors_them() -> None:
+    """Tests go through public names; a unit test of an internal lives with its folder.
+
+    ``tests/stores/`` may import ``zerda_async.stores._pg_blocks``, ``tests/cli/``
+    ``zerda_async.apps._progress``, and so on (:data:`MIRRORS`); a test anywhere
+    else that needs a private name means the name should be public, or the test
+    should move to the folder that mirrors it (docs/internals.md, docs/testing.md).
+    """
+    misplaced = {
+        module: found
+        for module, path in TESTS.items()
+        if (found := _misplaced_private_imports(module, path))
+    }
+    assert not misplaced, f"tests importing private modules of another folder: {misplaced}"
+
+
+def test_the_test_rule_sees_a_misplaced_import(tmp_path: Path) -> None:
+    """The check is not vacuous: it reads the tests, and the forms it must catch are caught."""
+    assert "tests.stores.test_pg_blocks" in TESTS and "tests.test_layers" in TESTS
+    assert set(MIRRORS) - {""} <= {p.name for p in (ROOT / "tests").iterdir() if p.is_dir()}
+    sample = tmp_path / "test_sample.py"
+    sample.write_text(
+        "import zerda_async.pipeline._stages as stages\n"
+        "from zerda_async.runtime import _hop_pool\n"
+        "from zerda_async.apps.server._schemas import MAX_QUERIES\n"
+        "from zerda_async.engine._engine import AsyncContextEngine\n"
+        "from zerda_async.core.retrieval._common import stable_top\n"
+        "from zerda_async._compat import MOVED_NAMES\n"
+        "from zerda_async.pipeline import Job\n",
+        encoding="utf-8",
+    )
+    assert _misplaced_private_imports("tests.engine.test_sample", sample) == [
+        "zerda_async._compat",
+        "zerda_async.apps.server._schemas",
+        "zerda_async.core.retrieval._common",
+        "zerda_async.pipeline._stages",
+        "zerda_async.runtime._hop_pool",
+    ]
+    assert _misplaced_private_imports("tests.core.test_sample", sample) == [
+        "zerda_async._compat",
+        "zerda_async.apps.server._schemas",
+        "zerda_async.engine._engine",
+        "zerda_async.pipeline._stages",
+        "zerda_async.runtime._hop_pool",
+    ]
+    assert "zerda_async._compat" not in _misplaced_private_imports("tests.test_sample", sample)
+    assert _test_folder_of("zerda_async.apps.server") == "service"
+    assert _test_folder_of("zerda_async.apps") == "cli"
+    assert _test_folder_of("zerda_async.counters") is None

@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from support.documents import FOOTER, NAV, web_page, write_docx, write_pdf, write_scan
 
-from zerda_async.apps._ingest import read_paths
-from zerda_async.apps._saved_index import read_manifest
+from zerda_async.apps import read_manifest, read_paths
 
 from .conftest import run_zerda
 

@@ -14,7 +14,7 @@ import pytest
 from support.chunks import Chunk
 
 from zerda_async import AsyncContextEngine
-from zerda_async.apps._saved_index import MANIFEST_NAME, open_index
+from zerda_async.apps import MANIFEST_NAME, open_index
 from zerda_async.apps.cli import main
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zerda_async.apps._ingest import detect_language, read_paths, split_text
+from zerda_async.apps import detect_language, read_paths, split_text
 from zerda_async.embedders import HashingEmbedder
 
 from .conftest import write_samples

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig
-from zerda_async.apps._ingest import SUFFIXES, read_paths
+from zerda_async.apps import SUFFIXES, read_paths
 
 from .conftest import run_zerda
 

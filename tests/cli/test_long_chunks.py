@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from zerda_async.apps import MANIFEST_NAME, IngestReport, read_paths
 from zerda_async.apps._chunk_sizes import chunk_sizes, describe_chunk_sizes
-from zerda_async.apps._ingest import Chunk, read_paths
-from zerda_async.apps._saved_index import MANIFEST_NAME
 from zerda_async.errors import UsageError
 from zerda_async.readers import LONG_DOCUMENT
 
@@ -33,19 +31,19 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _lengths(chunks: Sequence[Chunk], name: str) -> list[int]:
-    return [len(c.text) for c in chunks if c.metadata["source"].endswith(name)]
+def _lengths(report: IngestReport, name: str) -> list[int]:
+    return [len(c.text) for c in report.chunks if c.metadata["source"].endswith(name)]
 
 
 def test_read_paths_cuts_only_long_files_larger(folder: Path) -> None:
-    plain = read_paths([folder], max_chars=400).chunks
-    mixed = read_paths([folder], max_chars=400, long_chars=600).chunks
+    plain = read_paths([folder], max_chars=400)
+    mixed = read_paths([folder], max_chars=400, long_chars=600)
     assert max(_lengths(mixed, "article.txt")) > 400
     assert all(n <= 600 for n in _lengths(mixed, "article.txt"))
     assert len(_lengths(mixed, "article.txt")) < len(_lengths(plain, "article.txt"))
     # The short file is cut exactly as without the rule.
-    assert [c.text for c in mixed if c.metadata["source"].endswith("note.txt")] == [
-        c.text for c in plain if c.metadata["source"].endswith("note.txt")
+    assert [c.text for c in mixed.chunks if c.metadata["source"].endswith("note.txt")] == [
+        c.text for c in plain.chunks if c.metadata["source"].endswith("note.txt")
     ]
 
 

@@ -10,8 +10,7 @@ import anyio
 import pytest
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig
-from zerda_async.apps._ingest import read_paths
-from zerda_async.apps._saved_index import MANIFEST_NAME, saved_config
+from zerda_async.apps import MANIFEST_NAME, read_paths, saved_config
 from zerda_async.embedders import HashingEmbedder, use_available
 
 from .conftest import run_zerda

@@ -10,7 +10,7 @@ from support.corpus import CORPUS, QUERIES
 from support.embedding import hashed_embedding
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig, RunOptions, StageTiming
-from zerda_async.apps._runs import STAGE_EVENTS, run_timed
+from zerda_async.apps import STAGE_EVENTS, run_timed
 from zerda_async.errors import failed_stage
 from zerda_async.pipeline import STAGES, EngineState, make_job, run_job
 

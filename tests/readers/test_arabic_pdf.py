@@ -9,7 +9,7 @@ from support.documents import write_pdf
 
 from sync_api import ContextEngine
 from zerda_async import ContextEngineConfig
-from zerda_async.apps._ingest import read_paths
+from zerda_async.apps import read_paths
 from zerda_async.readers import normalise_presentation_forms, read_document, visual_to_logical
 
 # Arabic with what trips extraction up: lam-alef ligatures (لا، الأطلسي), numbers

@@ -13,8 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from zerda_async.apps.server import ServiceSettings, create_app
-from zerda_async.apps.server._access import ACCESS_LOGGER
+from zerda_async.apps.server import ACCESS_LOGGER, ServiceSettings, create_app
 
 from .support import live_server, memory_opener
 

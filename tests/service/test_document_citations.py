@@ -11,7 +11,7 @@ import pytest
 from support.documents import write_docx, write_pdf
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig
-from zerda_async.apps._ingest import read_paths
+from zerda_async.apps import read_paths
 from zerda_async.apps.server import create_app
 from zerda_async.readers import read_document
 

@@ -16,8 +16,7 @@ import anyio
 import httpx
 import pytest
 
-from zerda_async.apps.server import ServiceSettings, create_app
-from zerda_async.apps.server._schemas import MAX_QUERIES, MAX_QUERY_CHARS
+from zerda_async.apps.server import MAX_QUERIES, MAX_QUERY_CHARS, ServiceSettings, create_app
 
 from .support import SlowEmbedder, live_server, memory_opener
 

@@ -46,7 +46,9 @@ __all__ = [
 ]
 
 MAX_QUERY_CHARS = 4096
+"""The longest query (and each of a multi request's ``queries``) accepted, in characters."""
 MAX_QUERIES = 16
+"""The most queries one ``/v1/context/multi`` request may hold."""
 
 TemplateName = Literal["auto", "arabic", "english", "minimal", "structured"]
 Query = Annotated[str, Meta(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r"\S")]

@@ -14,10 +14,10 @@ from typing import Any
 
 import anyio
 import pytest
+from support.embedding import hashed_embedding
 
 import zerda_async.pipeline._speculation as speculation_module
 import zerda_async.pipeline._stages as stages_module
-from engine.support import hashed_embedding
 from zerda_async import AsyncContextEngine, ContextEngineConfig, ContextResult
 from zerda_async.pipeline._offload import apply_group
 from zerda_async.pipeline._speculation import _timed_group
@@ -30,7 +30,8 @@ from zerda_async.runtime import (
     timed_steps,
 )
 
-pytestmark = pytest.mark.anyio
+# The engine tests' guard (tests/engine/conftest.py): a test that blocks the loop fails.
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_blocking_on_the_loop")]
 
 _TOPICS = ("river", "fusion", "budget", "Arabic", "cache", "index", "vector", "session")
 
