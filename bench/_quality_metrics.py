@@ -15,6 +15,21 @@ from _quality_engines import Ranked
 WIDE_BUDGET = 4000
 
 
+def reciprocal(rank: int | None) -> float:
+    """The reciprocal rank at cut 20 of a 1-based rank (``None``: not listed)."""
+    return 0.0 if rank is None or rank > 20 else 1.0 / rank
+
+
+def paired_delta(ranks: Sequence[int | None], base: Sequence[int | None]) -> tuple[float, float]:
+    """MRR@20 of ``ranks`` less ``base``'s on the same questions, and the half-width of its
+    95% interval (1.96 standard errors of the per-question differences)."""
+    diff = [reciprocal(a) - reciprocal(b) for a, b in zip(ranks, base, strict=True)]
+    if not diff:
+        return 0.0, 0.0
+    se = statistics.stdev(diff) / len(diff) ** 0.5 if len(diff) > 1 else 0.0
+    return statistics.fmean(diff), 1.96 * se
+
+
 def ranking_metrics(ranked: Ranked, questions: Sequence[Question]) -> tuple[float, float, float]:
     """recall@5, recall@20 and MRR@20 over ``questions``."""
     r5 = r20 = mrr = 0.0

@@ -61,6 +61,7 @@ from _pair_floor import fit_pair, floor
 from _pair_vectors import PairEmbedder, UseVectors
 from _quality_data import DATA, SEED, Corpus
 from _quality_engines import make_engine
+from _quality_metrics import paired_delta
 from bench_rerank import _config, article, corpora, ranked_list
 
 from zerda_async.embedders import E5Embedder as ProductE5
@@ -119,18 +120,12 @@ def paired(
     ranks: Sequence[int | None], base: Sequence[int | None], halves: Sequence[str]
 ) -> list[str]:
     """Per half: the MRR@20 difference against ``base`` on the same questions, with the
-    half-width of its 95% interval (1.96 standard errors of the per-question differences)."""
-
-    def rr(r: int | None) -> float:
-        return 0.0 if r is None or r > 20 else 1.0 / r
-
+    half-width of its 95% interval (``_quality_metrics.paired_delta``)."""
     out = []
     for half in HALVES:
-        diff = np.asarray(
-            [rr(a) - rr(b) for a, b, h in zip(ranks, base, halves, strict=True) if h == half]
-        )
-        se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
-        out.append(f"{diff.mean():+.3f} ± {1.96 * se:.3f}")
+        pairs = [(a, b) for a, b, h in zip(ranks, base, halves, strict=True) if h == half]
+        mean, width = paired_delta([a for a, _ in pairs], [b for _, b in pairs])
+        out.append(f"{mean:+.3f} ± {width:.3f}")
     return out
 
 
