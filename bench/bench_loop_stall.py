@@ -20,7 +20,8 @@ Method
   children round by round so that the machine's other load hits both alike.
   This tree also runs with ``loop_pacing=False`` (its groups then go to a
   worker thread whenever others are in flight and they cost over 2 ms; by
-  default only while a core is free, else they are paced in pieces).
+  default only while a core is free or every core is contended,
+  ``runtime.thread_pays``, else they are paced in pieces).
   ``--no-baseline`` measures this tree only.
 * Warm-up: each engine runs one unmeasured round of 256 other queries after
   indexing, so its offload policy has measured the stage groups (a fresh
@@ -91,6 +92,7 @@ REQUESTS = 256
 TARGET_LATE_MS = 15.0
 THIS = "this tree"
 UNPACED = "this tree, loop_pacing=False"
+ONE_THREAD = "this tree, thread_limit=1"
 
 
 class SleepyBatchEmbedder:
@@ -145,6 +147,8 @@ async def serve_rounds(n_chunks: int, variants: list[str]) -> None:
     async with AsyncExitStack() as stack:
         for name in variants:
             extra: dict[str, Any] = {"loop_pacing": False} if name == UNPACED else {}
+            if name == ONE_THREAD:
+                extra = {"thread_limit": 1}
             engine = await stack.enter_async_context(
                 AsyncContextEngine(ContextEngineConfig(), max_in_flight=REQUESTS, **extra)
             )
@@ -249,15 +253,16 @@ def stop_spinners(spinners: list[subprocess.Popen[bytes]]) -> None:
 
 
 def measure(
-    n_chunks: int, rounds: int, baselines: list[str], busy_cores: int = 0
+    n_chunks: int, rounds: int, baselines: list[str], busy_cores: int = 0, one_thread: bool = False
 ) -> tuple[list[list[Any]], float]:
     """Alternated rounds of every (revision, variant); the table rows and this tree's worst."""
     tmps = [extract_revision(baseline) for baseline in baselines]
     children: dict[str, tuple[Child, str]] = {}
     spinners: list[subprocess.Popen[bytes]] = []
     try:
-        this = Child(_HERE.parent, n_chunks, [THIS, UNPACED])
-        children = {THIS: (this, THIS), UNPACED: (this, UNPACED)}
+        mine = [THIS, UNPACED, ONE_THREAD] if one_thread else [THIS, UNPACED]
+        this = Child(_HERE.parent, n_chunks, mine)
+        children = {name: (this, name) for name in mine}
         for baseline, tmp in zip(baselines, tmps, strict=True):
             base = Child(Path(tmp.name), n_chunks, [THIS])
             children[f"baseline {baseline}"] = (base, THIS)
@@ -319,6 +324,9 @@ def main() -> None:
     parser.add_argument(
         "--busy-cores", type=int, default=0, help="cores kept busy by spinning processes"
     )
+    parser.add_argument(
+        "--one-thread", action="store_true", help="add a row: this tree with thread_limit=1"
+    )
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--variants", default="[]", help=argparse.SUPPRESS)
@@ -339,7 +347,7 @@ def main() -> None:
         "per revision",
     ]
     print("\n".join(header), flush=True)
-    rows, worst = measure(args.chunks, rounds, baselines, args.busy_cores)
+    rows, worst = measure(args.chunks, rounds, baselines, args.busy_cores, args.one_thread)
     table = format_table(
         [
             "revision",

@@ -5,7 +5,7 @@ iteration, so the policy's crowded threshold (2 ms) applies while other
 requests are in flight; a lone request keeps the larger budget (10 ms).
 On asyncio with loop pacing (the default), a group over the crowded budget
 runs in pieces instead (one per loop iteration) and keeps the lone budget,
-unless a core is free for a worker thread (``runtime.spare_core``).
+unless a core is free for a worker thread (``runtime.thread_pays``).
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ async def test_concurrent_requests_offload_what_a_lone_request_runs_inline(
     pacing: bool, spare: bool, anyio_backend_name: str
 ) -> None:
     pacer_on = pacing and anyio_backend_name == "asyncio"  # trio is never paced
-    # With a core free, crowded groups go to threads instead of being paced.
+    # With a core free (or every core contended), crowded groups go to
+    # threads instead of being paced.
     paced = pacer_on and not spare
     loop_thread = threading.current_thread().name
     threads: list[str] = []
@@ -88,7 +89,7 @@ async def test_concurrent_requests_offload_what_a_lone_request_runs_inline(
         # then counts the retriever as its own, not as caller code.
         state.index(chunks())
         crowded = _costly_rank(state, threads, lambda: runner.in_flight > 1)
-        runner.speculation.spare_core = lambda: spare
+        runner.speculation.thread_pays = lambda: spare
         # A lone request on an idle runner: measured, and kept on the loop.
         for query in ("What is BM25?", "Where does the Nile flow?"):
             request = runner.try_inline(make_job(query))

@@ -74,7 +74,7 @@ def _paced(engine: AsyncContextEngine) -> AsyncContextEngine:
     engine._runner.policy.crowded_threshold_ms = 0.0
     engine._runner.policy.threshold_ms = 1e9
     # A machine with a free core sends crowded groups to threads instead.
-    engine._runner.speculation.spare_core = lambda: False
+    engine._runner.speculation.thread_pays = lambda: False
     return engine
 
 
@@ -162,7 +162,7 @@ async def test_groups_sent_to_threads_run_whole_once_their_pieces_are_known(
         assert engine._runner.policy.largest_ms is not None
         # Crowded, with a core free: every group goes to a worker thread.
         engine._runner.speculation.crowded = lambda: True
-        engine._runner.speculation.spare_core = lambda: True
+        engine._runner.speculation.thread_pays = lambda: True
         monkeypatch.setattr(speculation_module, "apply_group", counted("whole", apply_group))
         monkeypatch.setattr(speculation_module, "_timed_group", counted("pieces", _timed_group))
         await engine.run_many(_QUERIES, concurrency=8)

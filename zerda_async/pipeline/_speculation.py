@@ -28,7 +28,7 @@ from zerda_async.pipeline._requests import Phase, Request
 from zerda_async.pipeline._stages import Stage
 from zerda_async.pipeline._state import EngineState
 from zerda_async.pipeline._walker import apply_stage_async
-from zerda_async.runtime import LoopPacer, run_in_thread, spare_core, timed_steps
+from zerda_async.runtime import LoopPacer, run_in_thread, thread_pays, timed_steps
 
 __all__ = ["Speculation"]
 
@@ -59,9 +59,10 @@ class Speculation:
         # One inline piece of work per loop iteration (runtime._pacing);
         # ``loop_pacing`` None follows the process-wide switch.
         self.pacer = LoopPacer(loop_pacing)
-        # True when a core is free for a worker thread (runtime.spare_core);
-        # tests pin it.
-        self.spare_core: Callable[[], bool] = spare_core
+        # True when a crowded group should go to a worker thread, not be
+        # paced: a core is free or every core is contended
+        # (runtime.thread_pays); tests pin it.
+        self.thread_pays: Callable[[], bool] = thread_pays
 
     async def worker(self, recv: MemoryObjectReceiveStream[Request]) -> None:
         """One speculation worker: apply each request's speculative stages, in arrival order."""
@@ -117,13 +118,13 @@ class Speculation:
         largest piece is within the lone-request budget.  Other requests in
         flight or not: a lone request's long group would hold up the caller's
         own timers and sockets just the same.  But while others are in
-        flight and a core is free, the group is not paced and goes to a
-        worker thread, whose GIL-free scan then runs beside the loop
-        (:data:`~zerda_async.runtime.SPARE_CORE`).
+        flight and a core is free, or every core is contended, the group is
+        not paced and goes to a worker thread, whose GIL-free scan then runs
+        beside the loop (:func:`~zerda_async.runtime.thread_pays`).
         """
         crowded = self.crowded()
         paced = self.policy.over_crowded_budget() and self.pacer.active()
-        if paced and crowded and self.spare_core():
+        if paced and crowded and self.thread_pays():
             paced = False
         return self.policy.should_offload(self.corpus_size, crowded, paced), paced
 

@@ -4,9 +4,11 @@ Internal: no stability promise outside zerda-async.
 """
 
 from zerda_async.runtime._call_cost import timed_call
+from zerda_async.runtime._cpu_pressure import cpu_pressure
 from zerda_async.runtime._offload_policy import (
     CALL_INLINE_MS,
     CALL_PROBATION,
+    CONTENDED,
     CROWDED_THRESHOLD_MS,
     OFFLOAD_MIN_CORPUS,
     PIECES_EVERY,
@@ -16,6 +18,7 @@ from zerda_async.runtime._offload_policy import (
     default_threshold_ms,
     run_placed,
     spare_core,
+    thread_pays,
 )
 from zerda_async.runtime._pacing import LoopPacer, loop_pacing, set_loop_pacing
 from zerda_async.runtime._scan_threads import (
@@ -31,6 +34,7 @@ from zerda_async.runtime._threads import run_in_thread
 __all__ = [
     "CALL_INLINE_MS",
     "CALL_PROBATION",
+    "CONTENDED",
     "CROWDED_THRESHOLD_MS",
     "OFFLOAD_MIN_CORPUS",
     "PIECES_EVERY",
@@ -42,6 +46,7 @@ __all__ = [
     "OffloadPolicy",
     "Slice",
     "Steps",
+    "cpu_pressure",
     "default_threshold_ms",
     "finish",
     "free_cores",
@@ -53,6 +58,7 @@ __all__ = [
     "set_loop_pacing",
     "set_scan_blas_threads",
     "spare_core",
+    "thread_pays",
     "timed_call",
     "timed_steps",
 ]

@@ -15,12 +15,14 @@ from typing import TypeVar, TypeVarTuple, Unpack
 
 import anyio
 
+from zerda_async.runtime._cpu_pressure import cpu_pressure
 from zerda_async.runtime._scan_threads import free_cores
 from zerda_async.runtime._threads import run_in_thread
 
 __all__ = [
     "CALL_INLINE_MS",
     "CALL_PROBATION",
+    "CONTENDED",
     "CROWDED_THRESHOLD_MS",
     "OFFLOAD_MIN_CORPUS",
     "PIECES_EVERY",
@@ -30,6 +32,7 @@ __all__ = [
     "default_threshold_ms",
     "run_placed",
     "spare_core",
+    "thread_pays",
 ]
 
 OFFLOAD_MIN_CORPUS = 20_000
@@ -73,6 +76,20 @@ groups then mostly go to threads, which measured faster there than pacing
 (``bench/README.md``, "One core busy from outside").
 """
 
+CONTENDED = 0.5
+"""CPU pressure (``runtime.cpu_pressure``) from which a crowded group goes to a thread, unpaced.
+
+The share of the last ~0.25 s in which some runnable thread waited for a
+core (PSI ``some``).  At or above it every core has a queue: the process's
+threads get their share of the time from the scheduler whatever the loop
+does, so a group in a worker thread adds a share to the process (the
+GIL-free scan runs while the loop runs the others), whereas a paced group
+keeps the whole request on the loop's one share.  Measured with two cores
+kept busy from outside (``bench/README.md``, "Busy cores"): the free-core
+reading then hovers around :data:`SPARE_CORE` and paced groups ran at
+55-96 q/s against 102-122 in threads.  Below it, with no core free, the
+cores are busy without a queue and pacing keeps the use-based rule.
+"""
 
 PIECES_EVERY = 32
 """Every how many offloaded runs of a paced group one runs in pieces in its thread.
@@ -114,6 +131,21 @@ def spare_core() -> bool:
     """True when at least :data:`SPARE_CORE` cores are free (False when unknown)."""
     free = free_cores()
     return free is not None and free >= SPARE_CORE
+
+
+def thread_pays() -> bool:
+    """True when a crowded group should go to a worker thread rather than be paced.
+
+    A core is free (:func:`spare_core`), or every core is contended
+    (:func:`~._cpu_pressure.cpu_pressure` at least :data:`CONTENDED`), where
+    a thread gets the process another share of the scheduler.  Without a
+    pressure reading (no PSI, or the first read of a process) only the free
+    cores decide, as before the pressure rule.
+    """
+    if spare_core():
+        return True
+    pressure = cpu_pressure()
+    return pressure is not None and pressure >= CONTENDED
 
 
 _T = TypeVar("_T")
