@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
@@ -83,6 +84,7 @@ from zerda_async.core.floor_model import (
     group_features,
     script_of,
 )
+from zerda_async.core.models import ScoredChunk
 from zerda_async.core.vector_floor import covers_query
 from zerda_async.embedders import E5_MARGIN_FLOOR
 
@@ -106,6 +108,8 @@ class Rows:
     """The tune half's chunk vectors by script."""
     texts: dict[Side, list[tuple[str, str, list[str]]]] = field(default_factory=dict)
     """(question, corpus name, the listed chunks of the row's group): other models' features."""
+    fused: dict[Side, list[tuple[str, list[ScoredChunk]]]] = field(default_factory=dict)
+    """(the row group's script, a copy of the question's fused list): other features."""
     margin: dict[Side, list[tuple[bool, bool, bool]]] = field(default_factory=dict)
     """(the question's listed chunks are all in the other script, E5_MARGIN_FLOOR flags
     the question, the margin rule as ``cross`` or ``cross_alone`` would apply it fails
@@ -119,8 +123,10 @@ class Rows:
         probe: Any,
         margin: Any,
         texts: tuple[str, str, list[str]],
+        fused: tuple[str, list[ScoredChunk]],
     ) -> None:
         self.texts.setdefault(side, []).append(texts)
+        self.fused.setdefault(side, []).append(fused)
         self.features.setdefault(side, []).append(features)
         self.relevant.setdefault(side, []).append(relevant)
         self.probes.setdefault(side, []).append(probe)
@@ -187,7 +193,11 @@ def collect(per_half: int, covid_articles: int, embedder: Any = None) -> Rows:
                     ]
                     probe = (asked, group, vector, np.asarray(e5.embed_batch(listed)))
                     texts = (q.text, corpus, listed)
-                    rows.add((half, cross), features, answer is not None, probe, margin, texts)
+                    # Copies: a retriever may hand the same objects back, reset.
+                    kept = (group, [msgspec.structs.replace(sc) for sc in fused])
+                    rows.add(
+                        (half, cross), features, answer is not None, probe, margin, texts, kept
+                    )
     return rows
 
 
