@@ -153,6 +153,8 @@ SETS: dict[str, tuple[str, ...]] = {
     "+ shared names, has names": ("shared names", "has names"),
     "+ source share, neighbours": ("source share", "neighbours"),
     "+ gaps, z-score": ("gap 1-2", "gap 1-5", "z-score"),
+    "+ z-score, neighbours": ("z-score", "neighbours"),
+    "+ z-score, source share, neighbours": ("z-score", "source share", "neighbours"),
     "+ all": tuple(CANDIDATES),
 }
 
@@ -223,8 +225,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--per-half", type=int, default=150)
     parser.add_argument("--covid-articles", type=int, default=6)
+    parser.add_argument(
+        "--fused",
+        action="store_true",
+        help="read the 20 fused chunks (bench_floor_fit's rows), not the 15 the floor reads",
+    )
     args = parser.parse_args(argv)
-    rows = collect(args.per_half, args.covid_articles)
+    rows = collect(args.per_half, args.covid_articles, ranked=not args.fused)
     sets, single = table(rows)
     print(f"Machine: {describe_machine()}\nLoad: {describe_load()}\n")
     print(sets, "\n", single, sep="\n")

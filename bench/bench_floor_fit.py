@@ -142,11 +142,14 @@ def tune_article(doc_id: str) -> bool:
     return int(doc_id.split("-")[1]) % 2 == 0
 
 
-def collect(per_half: int, covid_articles: int, embedder: Any = None) -> Rows:
+def collect(per_half: int, covid_articles: int, embedder: Any = None, ranked: bool = False) -> Rows:
     """Feature rows of every question of the plan, by half and side.
 
     ``embedder``: the bench's e5 wrapper by default; another in its shape
     (``bench/_pair_vectors.py``) gives the rows of its own vector lists.
+    ``ranked``: only the ``ranking.max_chunks_to_rank`` first fused chunks,
+    those the composer's floor reads (``E5_FLOOR`` was fitted on all 20: its
+    features read the best chunk; a z-score over the list needs ``True``).
     """
     corpora, plan = build(DATA, covid_articles)
     e5 = embedder if embedder is not None else E5Embedder(E5Vectors())
@@ -164,6 +167,7 @@ def collect(per_half: int, covid_articles: int, embedder: Any = None) -> Rows:
         assert retriever is not None
         scripts = {c.doc_id: script_of(c.text) for c in corpora[corpus]}
         top_k = state.config.retriever.top_k
+        keep = state.config.ranking.max_chunks_to_rank if ranked else top_k
         minimum = state.config.composer.min_query_coverage
         for half, picked in halves(questions, per_half).items():
             for q in picked:
@@ -172,7 +176,7 @@ def collect(per_half: int, covid_articles: int, embedder: Any = None) -> Rows:
                 vector = np.asarray(e5(q.text), dtype=np.float64)
                 if half == "tune":
                     rows.questions.setdefault(asked, []).append(vector[None, :])
-                fused = retriever.retrieve(q.text, top_k)
+                fused = retriever.retrieve(q.text, top_k)[:keep]
                 groups = group_features(fused, q.text)
                 # The margin rule's verdict on the same list (composer.min_vector_margin 0).
                 flagged = not covers_query(fused, minimum, 0.0, E5_MARGIN_FLOOR, q.text)
