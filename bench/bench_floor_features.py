@@ -3,7 +3,9 @@
 The rows are ``bench_floor_fit.py``'s (one per script group of a question's
 vector-listed chunks: an answerable question's group of its answer's script
 against every group of an off-topic question; even articles tune, odd ones
-held-out).  Every candidate reads only what the floor has at hand, the
+held-out), over the 15 chunks the composer's floor reads
+(``ranking.max_chunks_to_rank``; ``--fused``: all 20, as ``E5_FLOOR`` was
+fitted).  Every candidate reads only what the floor has at hand, the
 question and the fused ``ScoredChunk`` list (cosines, margins, ranks,
 keyword coverage, text, ``source`` and the ``chunk`` number in the
 metadata), so it would compute alike in every index placement:
