@@ -18,19 +18,18 @@ from typing import Any
 import numpy as np
 from _common import format_table
 from _e5_vectors import E5Vectors
+from _floor_tradeoff import HALVES, at, shipped_flags, tradeoff
 from _pair_vectors import PairEmbedder, UseVectors
 from _quality_data import DATA
 from bench_floor import build
-from bench_floor_fit import ARABIC, Rows, auc, centred, collect, fit, rates, thresholded
+from bench_floor_fit import ARABIC, Rows, centred, collect, fit, rates, thresholded
 
 from zerda_async.core.floor_model import FloorWeights
-from zerda_async.embedders import E5_FLOOR
 
 __all__ = ["fit_pair", "floor"]
 
 Matrix = np.ndarray
 Halves = dict[str, Matrix]
-HALVES = ("tune", "held-out")
 
 
 def use_features(
@@ -49,37 +48,6 @@ def use_features(
         best = float((usev.passages(listed).astype(np.float64) @ q).max()) if listed else last
         out.append([best, best - last])
     return np.asarray(out)
-
-
-def shipped_flags(rows: Rows, side: tuple[str, bool]) -> np.ndarray:
-    """Per row: does ``E5_FLOOR`` flag it (the same weights; the margin rule across)?"""
-    if side[1]:
-        return np.asarray([m[2] for m in rows.margin[side]], dtype=bool)
-    x = np.asarray(rows.features[side], dtype=np.float64)
-    same = E5_FLOOR.same
-    flagged: np.ndarray = (same.bias + x @ np.asarray(same.weights)) < 0
-    return flagged
-
-
-def at(s: Matrix, y: np.ndarray, threshold: float) -> str:
-    false = float(np.mean(s[y] < threshold)) if y.any() else 0.0
-    flagged = float(np.mean(s[~y] < threshold)) if (~y).any() else 0.0
-    return f"{false:.1%} / {flagged:.1%}"
-
-
-def tradeoff(x: dict[str, Matrix], y: dict[str, np.ndarray], rate: float) -> list[str]:
-    """AUC (tune, held-out) and held-out false / flagged at three tune thresholds."""
-    bias, w = fit(x["tune"], y["tune"])
-    s = {h: bias + x[h] @ w for h in HALVES}
-    tune_s, tune_y = s["tune"], y["tune"]
-    points = [
-        float(np.quantile(tune_s[tune_y], 0.01)),
-        float(np.quantile(tune_s[~tune_y], 0.975)),
-        float(np.quantile(tune_s[~tune_y], rate)),
-    ]
-    cells = [f"{auc(tune_s, tune_y):.3f} / {auc(s['held-out'], y['held-out']):.3f}"]
-    cells += [f"{at(tune_s, tune_y, p)} → {at(s['held-out'], y['held-out'], p)}" for p in points]
-    return cells
 
 
 def _feature_sets(rows: Rows, cross: bool, usev: UseVectors, chunks: Any) -> dict[str, Halves]:

@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
@@ -83,6 +84,7 @@ from zerda_async.core.floor_model import (
     group_features,
     script_of,
 )
+from zerda_async.core.models import ScoredChunk
 from zerda_async.core.vector_floor import covers_query
 from zerda_async.embedders import E5_MARGIN_FLOOR
 
@@ -106,6 +108,8 @@ class Rows:
     """The tune half's chunk vectors by script."""
     texts: dict[Side, list[tuple[str, str, list[str]]]] = field(default_factory=dict)
     """(question, corpus name, the listed chunks of the row's group): other models' features."""
+    fused: dict[Side, list[tuple[str, list[ScoredChunk]]]] = field(default_factory=dict)
+    """(the row group's script, a copy of the question's fused list): other features."""
     margin: dict[Side, list[tuple[bool, bool, bool]]] = field(default_factory=dict)
     """(the question's listed chunks are all in the other script, E5_MARGIN_FLOOR flags
     the question, the margin rule as ``cross`` or ``cross_alone`` would apply it fails
@@ -119,8 +123,10 @@ class Rows:
         probe: Any,
         margin: Any,
         texts: tuple[str, str, list[str]],
+        fused: tuple[str, list[ScoredChunk]],
     ) -> None:
         self.texts.setdefault(side, []).append(texts)
+        self.fused.setdefault(side, []).append(fused)
         self.features.setdefault(side, []).append(features)
         self.relevant.setdefault(side, []).append(relevant)
         self.probes.setdefault(side, []).append(probe)
@@ -136,11 +142,14 @@ def tune_article(doc_id: str) -> bool:
     return int(doc_id.split("-")[1]) % 2 == 0
 
 
-def collect(per_half: int, covid_articles: int, embedder: Any = None) -> Rows:
+def collect(per_half: int, covid_articles: int, embedder: Any = None, ranked: bool = False) -> Rows:
     """Feature rows of every question of the plan, by half and side.
 
     ``embedder``: the bench's e5 wrapper by default; another in its shape
     (``bench/_pair_vectors.py``) gives the rows of its own vector lists.
+    ``ranked``: only the ``ranking.max_chunks_to_rank`` first fused chunks,
+    those the composer's floor reads (``E5_FLOOR`` was fitted on all 20: its
+    features read the best chunk; a z-score over the list needs ``True``).
     """
     corpora, plan = build(DATA, covid_articles)
     e5 = embedder if embedder is not None else E5Embedder(E5Vectors())
@@ -158,6 +167,7 @@ def collect(per_half: int, covid_articles: int, embedder: Any = None) -> Rows:
         assert retriever is not None
         scripts = {c.doc_id: script_of(c.text) for c in corpora[corpus]}
         top_k = state.config.retriever.top_k
+        keep = state.config.ranking.max_chunks_to_rank if ranked else top_k
         minimum = state.config.composer.min_query_coverage
         for half, picked in halves(questions, per_half).items():
             for q in picked:
@@ -166,7 +176,7 @@ def collect(per_half: int, covid_articles: int, embedder: Any = None) -> Rows:
                 vector = np.asarray(e5(q.text), dtype=np.float64)
                 if half == "tune":
                     rows.questions.setdefault(asked, []).append(vector[None, :])
-                fused = retriever.retrieve(q.text, top_k)
+                fused = retriever.retrieve(q.text, top_k)[:keep]
                 groups = group_features(fused, q.text)
                 # The margin rule's verdict on the same list (composer.min_vector_margin 0).
                 flagged = not covers_query(fused, minimum, 0.0, E5_MARGIN_FLOOR, q.text)
@@ -187,7 +197,11 @@ def collect(per_half: int, covid_articles: int, embedder: Any = None) -> Rows:
                     ]
                     probe = (asked, group, vector, np.asarray(e5.embed_batch(listed)))
                     texts = (q.text, corpus, listed)
-                    rows.add((half, cross), features, answer is not None, probe, margin, texts)
+                    # Copies: a retriever may hand the same objects back, reset.
+                    kept = (group, [msgspec.structs.replace(sc) for sc in fused])
+                    rows.add(
+                        (half, cross), features, answer is not None, probe, margin, texts, kept
+                    )
     return rows
 
 
