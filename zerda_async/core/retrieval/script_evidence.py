@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from ..floor_model import script_of
 from ..models import ScoredChunk
 
-__all__ = ["foreign_evidence", "script_of_chunk"]
+__all__ = ["foreign_evidence", "home_script", "script_of_chunk"]
 
 _MEMO_LIMIT = 65_536
 _memo: dict[str, str] = {}
