@@ -28,6 +28,7 @@ from zerda_async.core.index import KeywordIndex, keyword_index
 from zerda_async.core.index.dense_sums import dense_coverage, dense_sums
 from zerda_async.core.models import RetrievalMethod, ScoredChunk
 from zerda_async.core.retrieval import fusion, neighbours
+from zerda_async.core.retrieval.script_evidence import foreign_evidence
 from zerda_async.embedders import HashingEmbedder
 
 WORDS = ["nile", "Nile", "river", "coffee", "PALM", "palm", "delta", "قهوة", "نخيل", "نهر", "the"]
@@ -184,15 +185,30 @@ def ref_convex(
     weights: Mapping[RetrievalMethod, float],
     keyword_evidence: Sequence[float] | None = None,
     neighbour_weight: float = 0.0,
+    *,
+    cross_script: bool = False,
 ) -> list[ScoredChunk]:
     evidence: dict[RetrievalMethod, list[float]] = {}
+    plain: dict[RetrievalMethod, list[float]] = {}
+    found: dict[RetrievalMethod, Sequence[ScoredChunk]] = {}
     for method, results in lists:
-        evidence[method] = _ref_evidence(method, results)
+        evidence[method] = plain[method] = _ref_evidence(method, results)
+        found[method] = results
         if method is KEYWORD and keyword_evidence is not None:
             evidence[method] = list(keyword_evidence)
         elif method is VECTOR and neighbour_weight > 0:
             evidence[method] = _ref_raised(evidence[method], results, neighbour_weight)
-    return ref_scored(lists, top_k, weights, lambda m, _, r: weights[m] * evidence[m][r - 1], True)
+    extra: list[float] | None = None
+    if cross_script and VECTOR in found and KEYWORD in found:
+        extra = foreign_evidence(found[VECTOR], plain[VECTOR], found[KEYWORD], evidence[KEYWORD])
+
+    def gain(m: RetrievalMethod, _: Any, r: int) -> float:
+        value = weights[m] * evidence[m][r - 1]
+        if m is VECTOR and extra is not None and extra[r - 1] > 0:
+            value += weights[KEYWORD] * extra[r - 1]
+        return value
+
+    return ref_scored(lists, top_k, weights, gain, True)
 
 
 def ref_filter_noise(self: filtering.ChunkFilter, chunks: list[ScoredChunk]) -> list[ScoredChunk]:

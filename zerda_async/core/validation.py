@@ -70,6 +70,8 @@ class _Retriever(Protocol):
     def embed_heading(self) -> bool: ...
     @property
     def script_centring(self) -> bool: ...
+    @property
+    def cross_script_evidence(self) -> bool: ...
 
 
 class _Filter(Protocol):
@@ -243,7 +245,8 @@ def validate_config(config: Validatable) -> None:
     its maximum, and the ``history_enrichment`` mode.  ``composer.relevance_floor``,
     ``composer.min_query_coverage`` and ``composer.min_vector_margin`` (additions to
     the documented package) are fractions in [0, 1], ``composer.embedder_floor`` and
-    ``retriever.embed_heading`` and ``retriever.script_centring`` bools.
+    ``retriever.embed_heading``, ``retriever.script_centring`` and
+    ``retriever.cross_script_evidence`` bools.
     """
     template = config.composer.template
     if template not in TEMPLATE_NAMES:
@@ -268,6 +271,9 @@ def validate_config(config: Validatable) -> None:
     centring = config.retriever.script_centring
     if not isinstance(centring, bool):
         raise ConfigError(f"retriever.script_centring must be true or false, got {centring!r}")
+    imputed = config.retriever.cross_script_evidence
+    if not isinstance(imputed, bool):
+        raise ConfigError(f"retriever.cross_script_evidence must be true or false, got {imputed!r}")
     _check_fusion(config)
     check_history_enrichment(config.history_enrichment)
     _check_ranges(config)

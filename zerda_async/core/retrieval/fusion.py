@@ -38,7 +38,9 @@ lists (a new mode is one more function and one more line in :func:`fuse`):
   list's last, the evidence the composer's ``min_vector_margin`` accepts
   when no chunk holds enough of the query's words.  Its lists are
   ``retriever.fusion_depth`` deep (:func:`search_depth`), so a chunk ranked
-  30th by both methods can still enter the top ``k``.
+  30th by both methods can still enter the top ``k``.  With
+  ``retriever.cross_script_evidence`` a candidate in another script than the
+  keyword hits' gets imputed keyword evidence (:mod:`.script_evidence`).
 
 All cut the fused list like ``[:top_k]``, set ``retrieval_rank`` (0-based)
 and ``composite_score`` to the fused position and score, and keep first-seen
@@ -55,6 +57,7 @@ from ...errors import ConfigError
 from ..config import RetrieverConfig
 from ..models import RetrievalMethod, ScoredChunk
 from .neighbours import raised_by_neighbours
+from .script_evidence import foreign_evidence
 
 __all__ = [
     "RRF_K",
@@ -93,7 +96,14 @@ def fuse(
     if cfg.fusion == "rrf":
         return fuse_rrf(lists, top_k, weights, cfg.rrf_k)
     if cfg.fusion == "convex":
-        return fuse_convex(lists, top_k, weights, keyword_evidence, cfg.neighbour_weight)
+        return fuse_convex(
+            lists,
+            top_k,
+            weights,
+            keyword_evidence,
+            cfg.neighbour_weight,
+            cross_script=cfg.cross_script_evidence,
+        )
     raise ConfigError(
         f"unknown retriever.fusion {cfg.fusion!r}; expected 'documented', 'rrf' or 'convex'"
     )
@@ -300,6 +310,8 @@ def fuse_convex(
     weights: Mapping[RetrievalMethod, float],
     keyword_evidence: Sequence[float] | None = None,
     neighbour_weight: float = 0.0,
+    *,
+    cross_script: bool = False,
 ) -> list[ScoredChunk]:
     """The ``top_k`` best chunks of ``lists`` by a weighted sum of each method's evidence.
 
@@ -311,17 +323,45 @@ def fuse_convex(
     ``keyword_evidence``, when given, is the keyword list's evidence (one value
     per listed chunk) in place of its query coverage; ``neighbour_weight``
     raises each vector candidate's evidence toward its best neighbour's
-    (:func:`~.neighbours.raised_by_neighbours`).
+    (:func:`~.neighbours.raised_by_neighbours`); ``cross_script`` adds to a
+    vector candidate of another script than the keyword hits' the keyword
+    evidence imputed to it (:func:`~.script_evidence.foreign_evidence`).
     """
     gains: list[list[float]] = []
     floors: list[float] = []
-    for method, results in lists:
+    found: dict[RetrievalMethod, tuple[int, list[float]]] = {}
+    for number, (method, results) in enumerate(lists):
         weight = weights[method]
         floors.append(results[-1].vector_score if results else 0.0)
         evidence = _evidence(method, results)
         if method is RetrievalMethod.KEYWORD and keyword_evidence is not None:
             evidence = list(keyword_evidence)
-        elif method is RetrievalMethod.VECTOR and neighbour_weight > 0:
-            evidence = raised_by_neighbours(evidence, results, neighbour_weight)
+        elif method is RetrievalMethod.VECTOR:
+            # The imputation scales the plain scaled cosine, not the neighbour-raised one.
+            found[method] = (number, evidence)
+            if neighbour_weight > 0:
+                evidence = raised_by_neighbours(evidence, results, neighbour_weight)
+        if method is RetrievalMethod.KEYWORD:
+            found[method] = (number, evidence)
         gains.append([weight * e for e in evidence])
+    if cross_script and len(found) == 2:
+        _add_foreign(lists, gains, found, weights[RetrievalMethod.KEYWORD])
     return _accumulate(lists, gains, floors, top_k)
+
+
+def _add_foreign(
+    lists: Sequence[MethodList],
+    gains: list[list[float]],
+    found: Mapping[RetrievalMethod, tuple[int, list[float]]],
+    weight: float,
+) -> None:
+    """Add ``weight`` × each vector candidate's imputed keyword evidence to its gain."""
+    v_at, cosine = found[RetrievalMethod.VECTOR]
+    k_at, evidence = found[RetrievalMethod.KEYWORD]
+    extra = foreign_evidence(lists[v_at][1], cosine, lists[k_at][1], evidence)
+    if extra is None:
+        return
+    gain = gains[v_at]
+    for i, value in enumerate(extra):
+        if value > 0:
+            gain[i] += weight * value
