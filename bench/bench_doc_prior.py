@@ -88,11 +88,17 @@ def fuse_with_prior(
     weights: Any,
     keyword_evidence: Any = None,
     neighbour_weight: float = 0.0,
+    *,
+    cross_script: bool = False,
 ) -> list[ScoredChunk]:
     """``fuse_convex``, then each chunk raised by ``Prior.weight`` × its document's score."""
     if Prior.mode is None or Prior.weight <= 0:
-        return _ORIGINAL(lists, top_k, weights, keyword_evidence, neighbour_weight)
-    fused = _ORIGINAL(lists, 1 << 30, weights, keyword_evidence, neighbour_weight)
+        return _ORIGINAL(
+            lists, top_k, weights, keyword_evidence, neighbour_weight, cross_script=cross_script
+        )
+    fused = _ORIGINAL(
+        lists, 1 << 30, weights, keyword_evidence, neighbour_weight, cross_script=cross_script
+    )
     documents = _document_scores(fused)
     for sc in fused:
         sc.fused_score += Prior.weight * documents[sc.metadata.get("source")]
