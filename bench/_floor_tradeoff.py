@@ -13,10 +13,21 @@ from bench_floor_fit import Rows, auc, fit
 
 from zerda_async.embedders import E5_FLOOR
 
-__all__ = ["HALVES", "at", "shipped_flags", "tradeoff"]
+__all__ = ["HALVES", "TRADEOFF_HEADERS", "at", "shipped_flags", "tradeoff"]
 
 Matrix = np.ndarray
 HALVES = ("tune", "held-out")
+
+TRADEOFF_HEADERS = [
+    "side",
+    "features",
+    "rows tune / held-out",
+    "AUC tune / held-out",
+    "at 1% false (tune → held-out: false / flagged)",
+    "at 97.5% flagged",
+    "at E5_FLOOR's tune flag rate",
+]
+"""The columns of a trade-off table: a feature set per row, then :func:`tradeoff`'s cells."""
 
 
 def shipped_flags(rows: Rows, side: tuple[str, bool]) -> np.ndarray:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from _common import format_table
 from _e5_vectors import E5Vectors
-from _floor_tradeoff import HALVES, at, shipped_flags, tradeoff
+from _floor_tradeoff import HALVES, TRADEOFF_HEADERS, at, shipped_flags, tradeoff
 from _pair_vectors import PairEmbedder, UseVectors
 from _quality_data import DATA
 from bench_floor import build
@@ -91,15 +91,7 @@ def floor(per_half: int, covid_articles: int, weights: Sequence[float]) -> str:
             pn = f"{len(py['tune'])} / {len(py['held-out'])}"
             table.append([side, label, pn, *tradeoff(px, py, rate)])
             print(" | ".join(table[-1]), file=sys.stderr, flush=True)
-    headers = [
-        "side",
-        "features",
-        "rows tune / held-out",
-        "AUC tune / held-out",
-        "at 1% false (tune → held-out: false / flagged)",
-        "at 97.5% flagged",
-        "at E5_FLOOR's tune flag rate",
-    ]
+    headers = TRADEOFF_HEADERS
     return format_table(headers, table)
 
 

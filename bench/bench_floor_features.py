@@ -47,7 +47,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import describe_load, describe_machine, format_table
-from _floor_tradeoff import HALVES, at, shipped_flags, tradeoff
+from _floor_tradeoff import HALVES, TRADEOFF_HEADERS, at, shipped_flags, tradeoff
 from bench_floor_fit import Rows, collect
 
 from zerda_async.core.floor_model import script_of
@@ -210,15 +210,7 @@ def table(rows: Rows) -> tuple[str, str]:
                 f"{extra['held-out'][name][y['held-out'] == r].mean():.3f}" for r in (True, False)
             ]
             single.append([side, name, " / ".join(cells), " / ".join(means)])
-    headers = [
-        "side",
-        "features",
-        "rows tune / held-out",
-        "AUC tune / held-out",
-        "at 1% false (tune → held-out: false / flagged)",
-        "at 97.5% flagged",
-        "at E5_FLOOR's tune flag rate",
-    ]
+    headers = TRADEOFF_HEADERS
     one = ["side", "feature alone", "AUC tune / held-out", "held-out mean: answerable / off-topic"]
     return format_table(headers, out), format_table(one, single)
 
