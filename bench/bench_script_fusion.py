@@ -149,10 +149,16 @@ def impute_knn(k: int) -> Rule:
     return rule
 
 
-def impute_best(alpha: float) -> Rule:
-    """``alpha`` × the best home-script keyword evidence × the candidate's scaled cosine."""
+def impute_best(alpha: float, top_foreign: bool = False) -> Rule:
+    """``alpha`` × the best home-script keyword evidence × the candidate's scaled cosine.
+
+    ``top_foreign``: only when the vector list's best candidate is foreign (the
+    vectors then say the answer is in the other script).
+    """
 
     def rule(scene: Scene, weights: Mapping[RetrievalMethod, float]) -> None:
+        if top_foreign and 0 not in scene.foreign:
+            return
         w = weights[KEYWORD]
         best = (
             max(
@@ -211,6 +217,7 @@ RULES: dict[str, Rule] = {
     "impute best × 0.5": impute_best(0.5),
     "impute best × 1.5": impute_best(1.5),
     "impute best × 2": impute_best(2.0),
+    "impute best × 1, top foreign": impute_best(1.0, top_foreign=True),
     "shrink": shrink(False),
     "shrink, renormalised": shrink(True),
     "gated square": gated(lambda e: e * e),
