@@ -57,27 +57,17 @@ from _quality_metrics import paired_delta
 from bench_pair import HALVES, by_half, ranking_sets, split, vector_ranks
 from bench_rerank import _config, ranked_list
 
-from zerda_async.core.floor_model import script_of
 from zerda_async.core.models import RetrievalMethod, ScoredChunk
 from zerda_async.core.retrieval import fusion
 from zerda_async.core.retrieval.neighbours import raised_by_neighbours
+from zerda_async.core.retrieval.script_evidence import home_script
+from zerda_async.core.retrieval.script_evidence import script_of_chunk as script
 from zerda_async.embedders import E5Embedder as ProductE5
 
 Ranks = list[int | None]
 BILINGUAL = ("XQuAD ar -> XQuAD en + ARCD", "XQuAD en -> XQuAD ar + COVID-QA")
 VECTOR, KEYWORD = RetrievalMethod.VECTOR, RetrievalMethod.KEYWORD
 SHIPPED = fusion.fuse_convex
-
-_scripts: dict[str, str] = {}
-
-
-def script(sc: ScoredChunk) -> str:
-    """``script_of`` a candidate's text, memoised by content hash (the bench re-fuses often)."""
-    key = sc.content_hash
-    found = _scripts.get(key)
-    if found is None:
-        found = _scripts[key] = script_of(sc.text)
-    return found
 
 
 class Scene:
@@ -98,12 +88,12 @@ class Scene:
         self.foreign: list[int] = []
         if self.v_at < 0 or self.k_at < 0:
             return
-        mass: dict[str, float] = {}
-        for sc, g in zip(self.keyword, gains[self.k_at], strict=True):
-            mass[script(sc)] = mass.get(script(sc), 0.0) + g
-        if not mass or max(mass.values()) <= 0:
+        # The product's home script: the gains are the evidence times one positive
+        # weight, so the script holding the most of either is the same.
+        home = home_script(self.keyword, gains[self.k_at])
+        if home is None:
             return
-        self.home = max(mass, key=mass.__getitem__)
+        self.home = home
         self.foreign = [i for i, sc in enumerate(self.vector) if script(sc) != self.home]
 
     def keyword_of(self, weight: float) -> dict[str, float]:

@@ -336,13 +336,11 @@ def fuse_convex(
         evidence = _evidence(method, results)
         if method is RetrievalMethod.KEYWORD and keyword_evidence is not None:
             evidence = list(keyword_evidence)
-        elif method is RetrievalMethod.VECTOR:
+        if method in (RetrievalMethod.KEYWORD, RetrievalMethod.VECTOR):
             # The imputation scales the plain scaled cosine, not the neighbour-raised one.
             found[method] = (number, evidence)
-            if neighbour_weight > 0:
-                evidence = raised_by_neighbours(evidence, results, neighbour_weight)
-        if method is RetrievalMethod.KEYWORD:
-            found[method] = (number, evidence)
+        if method is RetrievalMethod.VECTOR and neighbour_weight > 0:
+            evidence = raised_by_neighbours(evidence, results, neighbour_weight)
         gains.append([weight * e for e in evidence])
     if cross_script and len(found) == 2:
         _add_foreign(lists, gains, found, weights[RetrievalMethod.KEYWORD])
