@@ -67,6 +67,7 @@ def test_recommended_differs_only_where_intended() -> None:
         "retriever.metadata_weight",
         "retriever.neighbour_weight",
         "retriever.script_centring",
+        "retriever.question_map",
         "retriever.cross_script_evidence",
         "ranking.mode",
         "ranking.weight_keyword_score",

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from zerda_async import AsyncContextEngine
 from zerda_async.core.config import ContextEngineConfig
+from zerda_async.core.question_map import QuestionMap
 from zerda_async.core.script_centring import ScriptDirection
 from zerda_async.embedders import HashingEmbedder
 from zerda_async.stores import PostgresIndexStore, Stores
@@ -46,10 +47,17 @@ YEARS = [2019, 2020, 2021, 2022]
 _prefixes = itertools.count()
 
 
-class ScriptedHashing(HashingEmbedder):
-    """Hashing vectors with a script direction: the recommended profile centres questions."""
+_RNG = np.random.default_rng(19)
 
-    script_direction = ScriptDirection(np.random.default_rng(19).normal(size=32))
+
+class ScriptedHashing(HashingEmbedder):
+    """Hashing vectors with a script direction and a question map for Arabic questions: the
+    recommended profile centres questions and maps the Arabic ones."""
+
+    script_direction = ScriptDirection(
+        _RNG.normal(size=32),
+        QuestionMap("ar", _RNG.normal(scale=0.3, size=(32, 2)), _RNG.normal(size=(32, 2))),
+    )
 
 
 @dataclass
@@ -251,7 +259,8 @@ async def test_the_demo_corpus_in_every_placement(
     postgres: PostgresServer, profile: str, scripted: bool
 ) -> None:
     """Twelve fixed questions (off-topic and low-coverage ones too), plain and filtered;
-    ``scripted``: question vectors centred on the embedder's script direction."""
+    ``scripted``: question vectors centred on the embedder's script direction, Arabic ones
+    mapped by its question map."""
     case = Case(
         docs=[Doc(d.doc_id, d.text, d.metadata) for d in demo_docs()],
         questions=DEMO_QUESTIONS,

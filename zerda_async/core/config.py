@@ -110,6 +110,12 @@ class RetrieverConfig(msgspec.Struct):
     """True: the question vector loses the embedder's script direction before the vector
     search, when the embedder carries one (``core.script_centring``; e5-small does), so an
     Arabic question reaches English chunks and the reverse (``bench/bench_script_centring.py``)."""
+    question_map: bool = False
+    """True, with ``script_centring``: the centred question vector goes through the embedder's
+    question map for its script, when the embedder carries one (``core.question_map``;
+    e5-small has one for Arabic questions), so an Arabic question reaches English chunks
+    better (``bench/bench_question_map.py``).  No effect without ``script_centring``: the
+    map was fitted on centred vectors."""
     cross_script_evidence: bool = False
     """Convex fusion: True gives a vector candidate in another script than the keyword hits'
     (which keyword search cannot reach) the best such hit's keyword evidence times its own
@@ -252,9 +258,10 @@ class ContextEngineConfig(msgspec.Struct):
         * ``retriever.neighbour_weight = 0.5``: a candidate's evidence rises
           halfway toward its passage's (with its neighbours among the candidates;
           COVID-QA's long articles, ``bench/README.md``);
-        * ``retriever.script_centring`` and ``retriever.cross_script_evidence``: in a
-          corpus of two scripts, the answer in the question's other script is found
-          and not outranked for lack of keyword evidence (``bench/README.md``);
+        * ``retriever.script_centring``, ``retriever.question_map`` and
+          ``retriever.cross_script_evidence``: in a corpus of two scripts, the answer
+          in the question's other script is found and not outranked for lack of
+          keyword evidence (``bench/README.md``);
         * ``ranking.mode = "evidence"`` with weights that put the fused retrieval
           score first (evidence 0.55, keyword overlap 0.20, source quality 0.15,
           recency 0.05, position 0.05);
@@ -287,6 +294,7 @@ class ContextEngineConfig(msgspec.Struct):
         retriever.metadata_weight = 0.5
         retriever.neighbour_weight = 0.5
         retriever.script_centring = True
+        retriever.question_map = True
         retriever.cross_script_evidence = True
         ranking = config.ranking
         ranking.mode = "evidence"

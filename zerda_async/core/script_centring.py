@@ -29,19 +29,23 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["ScriptDirection", "centre_query", "direction_of"]
+from .question_map import QuestionMap, map_question
+
+__all__ = ["ScriptDirection", "centre_query", "direction_of", "question_vector"]
 
 
 class ScriptDirection:
     """A unit direction in an embedder's vector space (the script offset; module notes).
 
     ``values`` are any finite, not all-zero numbers; they are scaled to
-    length 1 once.  Read-only.
+    length 1 once.  ``question_map``: the embedder's learned correction of
+    centred question vectors of one script (``core.question_map``), applied
+    with ``retriever.question_map``.  Read-only.
     """
 
-    __slots__ = ("_unit",)
+    __slots__ = ("_map", "_unit")
 
-    def __init__(self, values: Iterable[float]) -> None:
+    def __init__(self, values: Iterable[float], question_map: QuestionMap | None = None) -> None:
         raw = [float(v) for v in values]
         if not raw or not all(math.isfinite(v) for v in raw):
             raise ValueError("ScriptDirection needs finite numbers, at least one")
@@ -52,6 +56,12 @@ class ScriptDirection:
         unit = vector / norm
         unit.setflags(write=False)
         self._unit: NDArray[np.float64] = unit
+        if question_map is not None and question_map.dim != unit.shape[0]:
+            raise ValueError(
+                f"ScriptDirection of dimension {unit.shape[0]} cannot carry a QuestionMap"
+                f" of dimension {question_map.dim}"
+            )
+        self._map = question_map
 
     @property
     def unit(self) -> NDArray[np.float64]:
@@ -62,6 +72,11 @@ class ScriptDirection:
     def dim(self) -> int:
         """Its dimension (the embedder's)."""
         return int(self._unit.shape[0])
+
+    @property
+    def question_map(self) -> QuestionMap | None:
+        """The embedder's question map, if it has one (``core.question_map``)."""
+        return self._map
 
     def __repr__(self) -> str:
         return f"ScriptDirection(dim={self.dim})"
@@ -97,3 +112,27 @@ def centre_query(vector: ArrayLike, direction: ScriptDirection | None) -> NDArra
     unit = direction.unit
     centred: NDArray[np.float64] = query - float(query @ unit) * unit
     return centred
+
+
+def question_vector(
+    vector: ArrayLike,
+    direction: ScriptDirection | None,
+    question: str,
+    *,
+    centring: bool,
+    mapping: bool,
+) -> Any:
+    """The question vector the vector search is given (``retriever.script_centring`` and
+    ``retriever.question_map``, passed as ``centring`` and ``mapping``).
+
+    Without ``centring``: ``vector`` itself (the map was fitted on centred
+    vectors, so it needs centring on).  Else it is centred
+    (:func:`centre_query`) and, with ``mapping``, goes through the direction's
+    question map when ``question`` is written in the map's script.
+    """
+    if not centring:
+        return vector
+    centred = centre_query(vector, direction)
+    if not mapping or direction is None:
+        return centred
+    return map_question(centred, direction.question_map, question)

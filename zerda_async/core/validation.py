@@ -71,6 +71,8 @@ class _Retriever(Protocol):
     @property
     def script_centring(self) -> bool: ...
     @property
+    def question_map(self) -> bool: ...
+    @property
     def cross_script_evidence(self) -> bool: ...
 
 
@@ -245,8 +247,8 @@ def validate_config(config: Validatable) -> None:
     its maximum, and the ``history_enrichment`` mode.  ``composer.relevance_floor``,
     ``composer.min_query_coverage`` and ``composer.min_vector_margin`` (additions to
     the documented package) are fractions in [0, 1], ``composer.embedder_floor`` and
-    ``retriever.embed_heading``, ``retriever.script_centring`` and
-    ``retriever.cross_script_evidence`` bools.
+    ``retriever.embed_heading``, ``retriever.script_centring``,
+    ``retriever.question_map`` and ``retriever.cross_script_evidence`` bools.
     """
     template = config.composer.template
     if template not in TEMPLATE_NAMES:
@@ -264,16 +266,11 @@ def validate_config(config: Validatable) -> None:
         raise ConfigError(
             f"composer.embedder_floor must be true or false, got {composer.embedder_floor!r}"
         )
-    # A truthy string such as "no" would otherwise turn headings on.
-    embed_heading = config.retriever.embed_heading
-    if not isinstance(embed_heading, bool):
-        raise ConfigError(f"retriever.embed_heading must be true or false, got {embed_heading!r}")
-    centring = config.retriever.script_centring
-    if not isinstance(centring, bool):
-        raise ConfigError(f"retriever.script_centring must be true or false, got {centring!r}")
-    imputed = config.retriever.cross_script_evidence
-    if not isinstance(imputed, bool):
-        raise ConfigError(f"retriever.cross_script_evidence must be true or false, got {imputed!r}")
+    # A truthy string such as "no" would otherwise turn the option on.
+    for name in ("embed_heading", "script_centring", "question_map", "cross_script_evidence"):
+        value = getattr(config.retriever, name)
+        if not isinstance(value, bool):
+            raise ConfigError(f"retriever.{name} must be true or false, got {value!r}")
     _check_fusion(config)
     check_history_enrichment(config.history_enrichment)
     _check_ranges(config)

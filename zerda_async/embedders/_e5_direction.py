@@ -6,12 +6,14 @@ vectors of Latin-script chunks to the mean of its Arabic ones, measured by
 sets (the chunks of the even articles of XQuAD en and ar, ARCD and COVID-QA),
 rounded to 6 decimals.  ``E5Embedder`` carries it; with
 ``retriever.script_centring`` on, question vectors lose their component along
-it before the vector search.
+it before the vector search.  It carries e5-small's question map for Arabic
+questions (``E5_QUESTION_MAP``), which ``retriever.question_map`` applies.
 """
 
 from __future__ import annotations
 
 from zerda_async.core.script_centring import ScriptDirection
+from zerda_async.embedders._e5_question_map import E5_QUESTION_MAP
 
 __all__ = ["E5_DIRECTION"]
 
@@ -66,7 +68,8 @@ E5_DIRECTION = ScriptDirection(
         -0.002314, 0.003165, -0.064275, 0.064110, 0.001921, -0.108951, 0.008730, -0.094855,
         -0.051888, -0.037403, -0.098601, -0.032782, -0.003580, 0.026804, 0.131617, -0.029649,
         0.010443, -0.036463, 0.053855, 0.015362, 0.074515, 0.026556, -0.028115, -0.011787,
-    )
+    ),
+    E5_QUESTION_MAP,
 )
 # fmt: on
 """The script direction of multilingual-e5-small's vectors (384 numbers, unit length)."""

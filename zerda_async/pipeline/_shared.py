@@ -36,7 +36,7 @@ import msgspec
 from zerda_async.core.index.analysis import analyzer_for
 from zerda_async.core.models import Composition, ConversationHistory, RetrievalMethod, ScoredChunk
 from zerda_async.core.retrieval import Found, fuse_found, method_list, plan_search
-from zerda_async.core.script_centring import centre_query
+from zerda_async.core.script_centring import question_vector
 from zerda_async.errors import ConfigError, StoreUnavailableError
 from zerda_async.pipeline._cache_keys import context_key
 from zerda_async.pipeline._job import Job
@@ -93,8 +93,14 @@ async def store_retrieve(job: Job, state: EngineState) -> list[ScoredChunk]:
     calls: dict[str, Any] = {}
     if plan.vector and job.query_vector is not None:
         vector = job.query_vector
-        if cfg.script_centring and state.query_embedder is not None:
-            vector = centre_query(vector, state.query_embedder.script_direction)
+        if state.query_embedder is not None:
+            vector = question_vector(
+                vector,
+                state.query_embedder.script_direction,
+                query,
+                centring=cfg.script_centring,
+                mapping=cfg.question_map,
+            )
         calls["vector"] = lambda: store.vector_search(vector, k, where)
     if plan.keyword:
         calls["keyword"] = lambda: store.keyword_search(query, k, where)

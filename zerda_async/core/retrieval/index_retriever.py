@@ -24,7 +24,7 @@ from ..config import ContextEngineConfig, RetrieverConfig
 from ..filter_language import Filters
 from ..index.analysis import TermMemo
 from ..models import RetrievalMethod, ScoredChunk
-from ..script_centring import ScriptDirection, centre_query
+from ..script_centring import ScriptDirection, question_vector
 from .hits import Found, SearchPlan, fuse_found, method_list, plan_search
 from .hybrid import _search
 from .searches import IndexSearches
@@ -43,9 +43,9 @@ class IndexRetriever:
     dim)`` validates every query vector (clear errors for NaN or a wrong
     dimension).  ``vector_retriever`` (a retriever over a vector-store adapter)
     answers the vector list instead of the index.  ``direction``: the
-    embedder's script direction, taken out of query vectors when
-    ``retriever.script_centring`` is on.  ``config.retriever`` is read at
-    every call.
+    embedder's script direction (with its question map), applied to query
+    vectors by ``retriever.script_centring`` and ``retriever.question_map``.
+    ``config.retriever`` is read at every call.
     """
 
     accepts_where = True
@@ -138,8 +138,13 @@ class IndexRetriever:
             vector = self._query_check(raw, vectors.dim)
         else:
             vector = np.asarray(raw, dtype=np.float64).flatten()
-        if self.cfg.script_centring:
-            vector = centre_query(vector, self._direction)
+        vector = question_vector(
+            vector,
+            self._direction,
+            plan.query,
+            centring=self.cfg.script_centring,
+            mapping=self.cfg.question_map,
+        )
         hits = yield from self.searches.vector_steps(vector, plan.searched, plan.where, step_work)
         if step_work > 0:
             yield

@@ -22,7 +22,7 @@ from ..index.chunks import embedding_text
 from ..index.metadata_index import MetadataIndex
 from ..index.vector_index import COSINE_DECIMALS, VectorIndex
 from ..models import RetrievalMethod, ScoredChunk
-from ..script_centring import centre_query, direction_of
+from ..script_centring import direction_of, question_vector
 from ._common import HashMemo, MetadataMasks, chunk_metadata, live_items, stable_top
 
 __all__ = ["COSINE_DECIMALS", "BatchEmbedFn", "EmbedFn", "QueryCheck", "VectorRetriever"]
@@ -241,7 +241,9 @@ class VectorRetriever:
             query_vec = _embed_query(index, query)
         if self.cfg.script_centring:
             direction = direction_of(index.embed_fn, index.batch_embed_fn)
-            query_vec = centre_query(query_vec, direction)
+            query_vec = question_vector(
+                query_vec, direction, query, centring=True, mapping=self.cfg.question_map
+            )
         positions, sims = index.vectors.similarities(query_vec)
         if where:
             allowed = index.masks.mask(where)

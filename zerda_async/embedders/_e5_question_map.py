@@ -1,0 +1,34 @@
+"""multilingual-e5-small's map for Arabic questions (``core.question_map``; ``docs/hybrid.md``).
+
+``E5_QUESTION_MAP`` moves the centred vector of an Arabic question part of the
+way toward the vector of its English translation: a ridge regression on
+XQuAD's parallel questions of the tune half of the public sets (articles of
+even index), the recipe chosen by cross-validation inside that half, cut to
+its 64 largest directions.  ``bench/bench_question_map.py --write`` fits it
+and stores it in ``data/e5_question_map.npz`` (float32 tables ``u`` and
+``v``, 384 x 64); its held-out figures are in ``bench/README.md``.
+``E5_DIRECTION`` carries it; ``retriever.question_map`` applies it.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import numpy as np
+
+from zerda_async.core.question_map import QuestionMap
+
+__all__ = ["E5_QUESTION_MAP", "load_question_map"]
+
+_FILE = ("data", "e5_question_map.npz")
+
+
+def load_question_map() -> QuestionMap:
+    """The map stored beside this module (module notes)."""
+    stored = resources.files(__package__).joinpath(*_FILE)
+    with stored.open("rb") as handle, np.load(handle) as tables:
+        return QuestionMap("ar", tables["u"], tables["v"])
+
+
+E5_QUESTION_MAP = load_question_map()
+"""multilingual-e5-small's map for Arabic questions (rank 64)."""
