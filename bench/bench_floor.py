@@ -88,9 +88,14 @@ def halves(questions: Sequence[Question], per_half: int) -> dict[str, list[Quest
     return out
 
 
+QUESTION_MAP = [True]
+"""``retriever.question_map`` of every engine (``--no-question-map`` turns it off)."""
+
+
 def make_engine(chunks: Sequence[BenchChunk], embedder: E5Embedder) -> ContextEngine:
     """The recommended profile over ``chunks`` with e5; cache and adaptive budget off."""
     config = ContextEngineConfig.recommended()
+    config.retriever.question_map = QUESTION_MAP[0]
     config.cache.enabled = False
     config.enable_adaptive = False
     engine = ContextEngine(config)
@@ -293,7 +298,13 @@ def main() -> None:
         action="store_true",
         help="add XQuAD's English questions over XQuAD ar + COVID-QA (bench_script_centring)",
     )
+    parser.add_argument(
+        "--no-question-map",
+        action="store_true",
+        help="run the recommended profile with retriever.question_map off (as before it)",
+    )
     args = parser.parse_args()
+    QUESTION_MAP[0] = not args.no_question_map
     if args.mirror:
         from bench_script_centring import extended
 
@@ -340,7 +351,8 @@ def main() -> None:
             f"Machine: {describe_machine()}",
             f"Load: {describe_load()}",
             f"Command: {command_line()}",
-            f"Method: recommended profile + {e5.vectors.name} (bench wrapper,"
+            f"Method: recommended profile (question map {'on' if QUESTION_MAP[0] else 'off'})"
+            f" + {e5.vectors.name} (bench wrapper,"
             f" cached vectors), 400-character chunks ({sizes}), COVID-QA on"
             f" {args.covid_articles} articles, at most {args.per_half} questions per half"
             f" (seed {SEED}); tune = even articles, held-out = odd ones; every question runs"
@@ -360,7 +372,8 @@ def main() -> None:
         ]
     )
     print(text)
-    print(f"written to {write_summary('floor', text)}")
+    name = "floor" if QUESTION_MAP[0] else "floor-no-question-map"
+    print(f"written to {write_summary(name, text)}")
 
 
 if __name__ == "__main__":
