@@ -89,6 +89,17 @@ def test_recommended_differs_only_where_intended() -> None:
     assert rec["retriever.fusion_depth"] == base["retriever.fusion_depth"] == 50
 
 
+@pytest.mark.parametrize(
+    "name", ["embed_heading", "script_centring", "question_map", "cross_script_evidence"]
+)
+def test_retriever_switches_are_off_by_default_and_must_be_bools(name: str) -> None:
+    assert getattr(ContextEngineConfig().retriever, name) is False
+    config = ContextEngineConfig.recommended()
+    setattr(config.retriever, name, "yes")  # truthy, yet not a bool: refused, named
+    with pytest.raises(ConfigError, match=rf"retriever\.{name} must be true or false"):
+        config.validate()
+
+
 def test_recommended_round_trips_and_is_fresh() -> None:
     rec = ContextEngineConfig.recommended()
     assert config_from_json(config_to_json(rec)) == rec

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from zerda_async.core.config import ConfigError, ContextEngineConfig
+from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.question_map import QuestionMap, map_question
 from zerda_async.core.retrieval.vector import VectorRetriever
 from zerda_async.core.script_centring import ScriptDirection, centre_query, question_vector
@@ -125,15 +125,6 @@ def test_the_vector_list_follows_the_map_for_arabic_questions_only() -> None:
     assert first(ARABIC, mapping=False) == "coffee"
     assert first(ARABIC, mapping=True) == "river"
     assert first(ENGLISH, mapping=True) == first(ENGLISH, mapping=False) == "coffee"
-
-
-def test_the_switch_is_off_by_default_on_in_recommended_and_validated() -> None:
-    assert ContextEngineConfig().retriever.question_map is False
-    assert ContextEngineConfig.recommended().retriever.question_map is True
-    config = ContextEngineConfig.recommended()
-    config.retriever.question_map = "yes"  # type: ignore[assignment]
-    with pytest.raises(ConfigError, match=r"retriever\.question_map must be true or false"):
-        config.validate()
 
 
 def test_e5_carries_its_arabic_map_on_its_script_direction() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from zerda_async.core.config import ConfigError, ContextEngineConfig
+from zerda_async.core.config import ContextEngineConfig
 from zerda_async.core.retrieval.vector import VectorRetriever
 from zerda_async.core.script_centring import ScriptDirection, centre_query, direction_of
 from zerda_async.embedders import E5Embedder
@@ -112,12 +112,3 @@ def test_an_arabic_question_reaches_the_english_answer_once_centred() -> None:
 def test_without_a_direction_the_switch_changes_nothing() -> None:
     # A plain embedding function carries no direction: same chunks, same cosines.
     assert ranked(True, toy) == ranked(False, toy)
-
-
-def test_the_switch_is_off_by_default_on_in_recommended_and_validated() -> None:
-    assert ContextEngineConfig().retriever.script_centring is False
-    assert ContextEngineConfig.recommended().retriever.script_centring is True
-    config = ContextEngineConfig.recommended()
-    config.retriever.script_centring = "yes"  # type: ignore[assignment]
-    with pytest.raises(ConfigError, match=r"retriever\.script_centring must be true or false"):
-        config.validate()
