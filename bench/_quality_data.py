@@ -116,6 +116,17 @@ def load_set(path: Path, name: str, lang: str, chunk_size: int) -> Corpus:
     return corpus
 
 
+def article(question: Question) -> int:
+    """The article number of the question's relevant chunks (ids ``lang-article-paragraph-i``)."""
+    return int(sorted(question.relevant)[0].split("-")[1])
+
+
+def half_of(question: Question) -> str:
+    """``"tune"`` (even article) or ``"held-out"`` (odd): the split every bench that fits
+    something (a floor, a direction, a map) fits on and measures on."""
+    return "tune" if article(question) % 2 == 0 else "held-out"
+
+
 def subsample(questions: list[Question], count: int) -> list[Question]:
     """At most ``count`` questions, drawn with the fixed seed."""
     if len(questions) <= count:

@@ -52,7 +52,7 @@ from _common import (
     write_summary,
 )
 from _e5_vectors import E5Embedder, E5Vectors
-from _quality_data import DATA, SEED, Question, articles_subset, load_set, normalise
+from _quality_data import DATA, SEED, Question, article, articles_subset, load_set, normalise
 
 from sync_api import ContextEngine
 from zerda_async import ContextEngineConfig
@@ -70,11 +70,6 @@ VARIANTS: list[Variant] = [
 HEADERS = ["half", "kind", "questions -> chunks", "n"] + [v[0] for v in VARIANTS]
 RECOMMENDED = len(VARIANTS) - 1
 """The index of the shipped floor's variant (``--pair`` appends one after it)."""
-
-
-def article(question: Question) -> int:
-    """The article index of a question's paragraph (ids are ``lang-article-paragraph-i``)."""
-    return int(sorted(question.relevant)[0].split("-")[1])
 
 
 def halves(questions: Sequence[Question], per_half: int) -> dict[str, list[Question]]:

@@ -59,10 +59,10 @@ from _common import describe_load, describe_machine, format_table
 from _e5_vectors import E5Embedder, E5Vectors
 from _pair_floor import fit_pair, floor
 from _pair_vectors import PairEmbedder, UseVectors
-from _quality_data import DATA, SEED, Corpus
+from _quality_data import DATA, SEED, Corpus, half_of
 from _quality_engines import make_engine
 from _quality_metrics import paired_delta
-from bench_rerank import _config, article, corpora, ranked_list
+from bench_rerank import _config, corpora, ranked_list
 
 from zerda_async.embedders import E5Embedder as ProductE5
 from zerda_async.embedders import E5UseEmbedder
@@ -106,7 +106,7 @@ def vector_ranks(scores: Matrix, ids: Sequence[str], corpus: Corpus) -> list[int
 
 
 def split(corpus: Corpus) -> list[str]:
-    return ["tune" if article(q) % 2 == 0 else "held-out" for q in corpus.questions]
+    return [half_of(q) for q in corpus.questions]
 
 
 def by_half(ranks: Sequence[int | None], halves: Sequence[str]) -> list[str]:

@@ -45,10 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import command_line, describe_load, describe_machine, format_table, write_summary
 from _e5_vectors import E5Embedder, E5Vectors
-from _quality_data import DATA, Question
+from _quality_data import DATA, Question, article
 from _quality_metrics import paired_delta, reciprocal
 from _question_map_fit import Group, Matrix, fit_pairs, fit_twins, ranks, unit
-from bench_floor import article, build
+from bench_floor import build
 
 from zerda_async.core.floor_model import script_of
 from zerda_async.core.script_centring import centre_query

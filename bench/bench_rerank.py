@@ -79,7 +79,15 @@ from _common import (
     write_summary,
 )
 from _e5_vectors import E5Embedder, E5Vectors
-from _quality_data import DATA, Corpus, Question, articles_subset, cross_lingual, load_set
+from _quality_data import (
+    DATA,
+    Corpus,
+    Question,
+    article,
+    articles_subset,
+    cross_lingual,
+    load_set,
+)
 from _quality_engines import make_engine
 from _rerank_cost import index_cost
 from _rerank_fit import CHEAP, fit, learned
@@ -114,11 +122,6 @@ class Asked:
     lists: dict[str, list[str]] = field(default_factory=dict)
     candidates: list[Candidate] = field(default_factory=list)
     costs: dict[str, float] = field(default_factory=dict)
-
-
-def article(question: Question) -> int:
-    """The article number of the question's relevant chunks (``lang-article-para-i``)."""
-    return int(sorted(question.relevant)[0].split("-")[1])
 
 
 def corpora(data: Path, covid: bool) -> list[tuple[Corpus, str]]:
