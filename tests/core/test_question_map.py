@@ -74,6 +74,14 @@ def test_a_direction_carries_a_map_of_its_own_dimension_only() -> None:
     assert ScriptDirection([0.0, 1.0]).question_map is None
     with pytest.raises(ValueError, match="cannot carry a QuestionMap of dimension 2"):
         ScriptDirection([0.0, 0.0, 1.0], m)
+    with pytest.raises(TypeError, match="must be a QuestionMap or None, got str"):
+        ScriptDirection([0.0, 1.0], "ar")  # type: ignore[arg-type]
+
+
+def test_a_map_that_overflows_a_vector_says_so() -> None:
+    huge = QuestionMap("ar", [[1e300], [0.0]], [[1e300], [0.0]])
+    with pytest.raises(ValueError, match="overflow"):
+        map_question(np.array([1.0, 0.0]), huge, ARABIC)
 
 
 def test_the_question_vector_is_centred_then_mapped_and_only_with_centring() -> None:

@@ -82,6 +82,7 @@ class Case:
     boost: dict[str, Any] | None
     vector_margin: float | None = None  # composer.min_vector_margin, when set
     scripted: bool = False  # the embedder carries a script direction (retriever.script_centring)
+    mapped: bool = True  # retriever.question_map as the profile sets it; False turns it off
     pair: bool = False  # E5UseEmbedder (real models) instead of hashing vectors
 
     def config(self) -> ContextEngineConfig:
@@ -93,6 +94,8 @@ class Case:
         if self.vector_margin is not None:
             config.composer.min_vector_margin = self.vector_margin
         config.retriever.use_metadata = self.use_metadata
+        if not self.mapped:
+            config.retriever.question_map = False
         config.cache.enabled = False
         return config
 
@@ -289,6 +292,13 @@ async def test_the_demo_corpus_in_every_placement(
             async with _placements(plain, postgres.url, Path(tmp) / "index") as engines:
                 before = await _outcomes(engines["memory"], plain)
         assert before != expected
+        # And the question map acted, in memory and in every store alike: without it
+        # each placement answers the Arabic questions otherwise.
+        unmapped = replace(case, mapped=False)
+        with tempfile.TemporaryDirectory() as tmp:
+            async with _placements(unmapped, postgres.url, Path(tmp) / "index") as engines:
+                for name, engine in engines.items():
+                    assert await _outcomes(engine, unmapped) != expected, name
 
 
 async def test_e5_and_use_side_by_side_in_every_placement(postgres: PostgresServer) -> None:

@@ -83,8 +83,15 @@ class QuestionMap:
 
     def apply(self, vector: NDArray[np.float64]) -> NDArray[np.float64]:
         """``vector`` through the map, whatever its question's script (:func:`map_question`
-        checks the script)."""
-        moved: NDArray[np.float64] = vector + self._u @ (self._v.T @ vector)
+        checks the script).
+
+        Raises :class:`ValueError` if the result is not finite (tables too large
+        for the vector: a map of finite numbers can still overflow).
+        """
+        with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+            moved: NDArray[np.float64] = vector + self._u @ (self._v.T @ vector)
+        if not np.isfinite(moved).all():
+            raise ValueError(f"{self!r} made a question vector overflow: its tables are too large")
         return moved
 
     def __repr__(self) -> str:

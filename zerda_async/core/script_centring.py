@@ -56,6 +56,11 @@ class ScriptDirection:
         unit = vector / norm
         unit.setflags(write=False)
         self._unit: NDArray[np.float64] = unit
+        if question_map is not None and not isinstance(question_map, QuestionMap):
+            raise TypeError(
+                f"ScriptDirection question_map must be a QuestionMap or None,"
+                f" got {type(question_map).__name__}"
+            )
         if question_map is not None and question_map.dim != unit.shape[0]:
             raise ValueError(
                 f"ScriptDirection of dimension {unit.shape[0]} cannot carry a QuestionMap"

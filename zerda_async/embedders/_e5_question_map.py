@@ -24,10 +24,19 @@ _FILE = ("data", "e5_question_map.npz")
 
 
 def load_question_map() -> QuestionMap:
-    """The map stored beside this module (module notes)."""
+    """The map stored beside this module (module notes).
+
+    Raises :class:`RuntimeError` naming the file when it is missing or
+    unreadable: the package was installed without its data (reinstall it).
+    """
     stored = resources.files(__package__).joinpath(*_FILE)
-    with stored.open("rb") as handle, np.load(handle) as tables:
-        return QuestionMap("ar", tables["u"], tables["v"])
+    try:
+        with stored.open("rb") as handle, np.load(handle, allow_pickle=False) as tables:
+            return QuestionMap("ar", tables["u"], tables["v"])
+    except (OSError, KeyError, ValueError) as exc:
+        raise RuntimeError(
+            f"zerda_async's data file {stored} is missing or damaged ({exc}): reinstall the package"
+        ) from exc
 
 
 E5_QUESTION_MAP = load_question_map()
