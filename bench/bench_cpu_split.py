@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anyio
-import numpy as np
+from _async_concurrency import SleepyAsyncBatchEmbedder
 from _common import (
     HashedEmbedder,
     command_line,
@@ -64,7 +64,6 @@ from _common import (
     make_queries,
     write_summary,
 )
-from numpy.typing import NDArray
 
 from sync_api import ContextEngineConfig
 from zerda_async import AsyncContextEngine, RunOptions, StageTiming
@@ -81,17 +80,6 @@ def _config() -> ContextEngineConfig:
     config = ContextEngineConfig()
     config.cache.enabled = True
     return config
-
-
-class _SleepyBatch:
-    """Coroutine batch embedder: one 20 ms sleep per call, whatever the batch size."""
-
-    def __init__(self, base: HashedEmbedder) -> None:
-        self.base = base
-
-    async def __call__(self, texts: list[Any]) -> NDArray[np.float64]:
-        await anyio.sleep(EMBED_DELAY)
-        return self.base.matrix(texts)
 
 
 def _threads() -> dict[int, tuple[int, int, int, int]]:
@@ -211,7 +199,7 @@ async def _many(
 ) -> tuple[_Span, float]:
     reports: list[StageTiming] = []
     async with AsyncContextEngine(_config(), max_in_flight=max(64, c)) as engine:
-        await engine.index(list(chunks), batch_embed_fn=_SleepyBatch(base))
+        await engine.index(list(chunks), batch_embed_fn=SleepyAsyncBatchEmbedder(base, EMBED_DELAY))
         with _span() as span:
             await engine.run_many(
                 list(queries), concurrency=c, options=RunOptions(on_stage=reports.append)
