@@ -83,14 +83,13 @@ def halves(questions: Sequence[Question], per_half: int) -> dict[str, list[Quest
     return out
 
 
-QUESTION_MAP = [True]
-"""``retriever.question_map`` of every engine (``--no-question-map`` turns it off)."""
-
-
-def make_engine(chunks: Sequence[BenchChunk], embedder: E5Embedder) -> ContextEngine:
-    """The recommended profile over ``chunks`` with e5; cache and adaptive budget off."""
+def make_engine(
+    chunks: Sequence[BenchChunk], embedder: E5Embedder, question_map: bool = True
+) -> ContextEngine:
+    """The recommended profile over ``chunks`` with e5; cache and adaptive budget off
+    (``question_map=False``: without ``retriever.question_map``, as before it)."""
     config = ContextEngineConfig.recommended()
-    config.retriever.question_map = QUESTION_MAP[0]
+    config.retriever.question_map = question_map
     config.cache.enabled = False
     config.enable_adaptive = False
     engine = ContextEngine(config)
@@ -99,11 +98,15 @@ def make_engine(chunks: Sequence[BenchChunk], embedder: E5Embedder) -> ContextEn
 
 
 def variant_engines(
-    chunks: Sequence[BenchChunk], vectors: E5Vectors, pair: float | None = None
+    chunks: Sequence[BenchChunk],
+    vectors: E5Vectors,
+    pair: float | None = None,
+    question_map: bool = True,
 ) -> list[ContextEngine]:
     """One engine per variant over ``chunks``: its composer settings, and an e5 wrapper
     carrying its floor over the same cached vectors (``pair``: a variant labelled
-    ``pair`` runs the e5 + USE pair of that weight, ``bench/_pair_vectors.py``)."""
+    ``pair`` runs the e5 + USE pair of that weight, ``bench/_pair_vectors.py``;
+    ``question_map``: ``retriever.question_map``)."""
     engines = []
     for label, use_floor, margin, floor in VARIANTS:
         if label.startswith("pair") and pair is not None:
@@ -112,7 +115,7 @@ def variant_engines(
             embedder: Any = PairEmbedder(vectors, UseVectors(), pair, vector_floor=floor)
         else:
             embedder = E5Embedder(vectors, vector_floor=floor)
-        engine = make_engine(chunks, embedder)
+        engine = make_engine(chunks, embedder, question_map)
         engine.config.composer.embedder_floor = use_floor
         engine.config.composer.min_vector_margin = margin
         engines.append(engine)
@@ -299,7 +302,7 @@ def main() -> None:
         help="run the recommended profile with retriever.question_map off (as before it)",
     )
     args = parser.parse_args()
-    QUESTION_MAP[0] = not args.no_question_map
+    question_map = not args.no_question_map
     if args.mirror:
         from bench_script_centring import extended
 
@@ -321,7 +324,7 @@ def main() -> None:
     across: list[float] = []
     for kind, label, questions, corpus in plan:
         if corpus not in engines:
-            engines[corpus] = variant_engines(corpora[corpus], e5.vectors, args.pair)
+            engines[corpus] = variant_engines(corpora[corpus], e5.vectors, args.pair, question_map)
         engine = engines[corpus][RECOMMENDED]  # for the margins
         for half, picked in halves(questions, args.per_half).items():
             answerable = kind.startswith("answerable")
@@ -346,7 +349,7 @@ def main() -> None:
             f"Machine: {describe_machine()}",
             f"Load: {describe_load()}",
             f"Command: {command_line()}",
-            f"Method: recommended profile (question map {'on' if QUESTION_MAP[0] else 'off'})"
+            f"Method: recommended profile (question map {'on' if question_map else 'off'})"
             f" + {e5.vectors.name} (bench wrapper,"
             f" cached vectors), 400-character chunks ({sizes}), COVID-QA on"
             f" {args.covid_articles} articles, at most {args.per_half} questions per half"
@@ -367,7 +370,7 @@ def main() -> None:
         ]
     )
     print(text)
-    name = "floor" if QUESTION_MAP[0] else "floor-no-question-map"
+    name = "floor" if question_map else "floor-no-question-map"
     print(f"written to {write_summary(name, text)}")
 
 
