@@ -54,6 +54,7 @@ __all__ = [
 
 FEATURES = ("cosine", "margin", "coverage", "arabic_question")
 """The order of a :class:`FloorWeights`' weights."""
+_ARABIC_QUESTION = FEATURES.index("arabic_question")
 
 _ARABIC = re.compile(r"[\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufeff]")
 _LETTERS = re.compile(r"[^\W\d_]")
@@ -236,7 +237,8 @@ class FloorModel:
         groups = _groups(chunks, query)
         if not groups:
             return None
-        arabic = script_of(query) == "ar"
+        # Every group's features carry the question's script (_groups read it once).
+        arabic = groups[0][2][_ARABIC_QUESTION] > 0
         other = self.cross
         if self.cross_alone is not None and all(cross for cross, _, _ in groups):
             if isinstance(self.cross_alone, MarginRule):
