@@ -45,12 +45,19 @@ from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import command_line, describe_load, describe_machine, format_table, write_summary
+from _common import (
+    BenchChunk,
+    command_line,
+    describe_load,
+    describe_machine,
+    format_table,
+    write_summary,
+)
 from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import DATA, Question, article
 from _quality_metrics import paired_delta, reciprocal
 from _question_map_fit import Group, Matrix, fit_pairs, fit_twins, ranks, unit
-from bench_floor import build
+from bench_floor import Plan, build
 
 from zerda_async.core.floor_model import script_of
 from zerda_async.core.script_centring import centre_query
@@ -74,10 +81,13 @@ def centred(rows: NDArray[np.floating]) -> Matrix:
 
 
 class Data:
-    """The groups of one question script, per part, and XQuAD's question twins."""
+    """The groups of one question script, per part, and XQuAD's question twins
+    (``built``: ``bench_floor.build``'s corpora and plan, shared by both scripts)."""
 
-    def __init__(self, vectors: E5Vectors, script: str) -> None:
-        corpora, plan = build(DATA, 6)
+    def __init__(
+        self, vectors: E5Vectors, script: str, built: tuple[dict[str, list[BenchChunk]], Plan]
+    ) -> None:
+        corpora, plan = built
         self.groups: dict[str, list[Group]] = {part: [] for part in FOLDS}
         xquad: dict[str, list[Question]] = {}
         for kind, label, questions, corpus in plan:
@@ -236,8 +246,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     cv_rows: list[list[str]] = []
     held_rows: list[list[str]] = []
     ranked: list[str] = []
+    built = build(DATA, 6)  # the corpora and plan of both scripts' groups
     for script in ("ar", "other"):
-        data = Data(vectors, script)
+        data = Data(vectors, script, built)
         for family, fit, recipes in (
             ("answer pairs (tau, lam)", data.pairs, PAIR_RECIPES),
             ("twin alignment (lam, blend)", data.twin, TWIN_RECIPES),
