@@ -43,6 +43,12 @@ _MAX_METADATA_ITEMS = 5
 _SLOT = "\x00"
 
 
+def _rerank_scores(chunks: list[ScoredChunk]) -> list[float]:
+    """The reranker's logits among ``chunks`` (those it scored)."""
+    found = (getattr(sc, "rerank_score", None) for sc in chunks)
+    return [value for value in found if value is not None]
+
+
 class SmartContextComposer(ContextComposerStrategy):
     """Formats chunks with a template and packs them into a budget.
 
@@ -87,8 +93,10 @@ class SmartContextComposer(ContextComposerStrategy):
 
         Chunks scoring below ``relevance_floor`` are left out first; when the
         opt-in packing settings leave no chunk, the result says so
-        (``nothing_relevant``).  ``template`` (a template name or ``"auto"``)
-        replaces the configured template for this call only; ``None`` keeps it.
+        (``nothing_relevant``).  Chunks a reranker scored (``rerank_score``)
+        are judged by ``composer.rerank_floor`` instead of the coverage checks.
+        ``template`` (a template name or ``"auto"``) replaces the configured
+        template for this call only; ``None`` keeps it.
         ``vector_floor`` is the embedder's calibration of the relevance floor
         (:mod:`zerda_async.core.vector_floor`), used when
         ``composer.embedder_floor`` is on; ``query`` is the question the chunks
@@ -103,13 +111,21 @@ class SmartContextComposer(ContextComposerStrategy):
         floor = self.cfg.relevance_floor
         if floor > 0:
             chunks = [sc for sc in chunks if sc.composite_score >= floor]
-        if not covers_query(
-            chunks,
-            self.cfg.min_query_coverage,
-            self.cfg.min_vector_margin,
-            self._usable_floor(vector_floor),
-            query,
-        ):
+        rerank_floor = self.cfg.rerank_floor
+        judged = [] if rerank_floor is None or not chunks else _rerank_scores(chunks)
+        if judged and rerank_floor is not None:
+            # A reranker read the question with the chunks: its verdict replaces
+            # the coverage and vector checks (composer.rerank_floor).
+            relevant = max(judged) >= rerank_floor
+        else:
+            relevant = covers_query(
+                chunks,
+                self.cfg.min_query_coverage,
+                self.cfg.min_vector_margin,
+                self._usable_floor(vector_floor),
+                query,
+            )
+        if not relevant:
             chunks = []
         if not chunks:
             opted_in = floor > 0 or self.cfg.packing != "documented"

@@ -6,10 +6,8 @@ validates nothing: the documented package accepts anything, and components read
 most values live at call time (see each component for what it snapshots).
 :meth:`ContextEngineConfig.validate` is the opt-in check (unknown template
 names, negative or NaN weights, budgets that are not positive), which
-:meth:`ContextEngineConfig.recommended` applies.  Fields added after the
-documented package (``composer.packing``, ``composer.relevance_floor``) have no
-documented behaviour to preserve, so the composer rejects bad values for them
-always.
+:meth:`ContextEngineConfig.recommended` applies; the composer always rejects bad
+``composer.packing`` and ``composer.relevance_floor`` values (added fields).
 
 Configurations load from and dump to JSON or TOML with :func:`config_from_json`,
 :func:`config_from_toml` and :func:`config_to_json`; a bad field raises
@@ -152,6 +150,8 @@ class RankingConfig(msgspec.Struct):
     score, keyword overlap on analysed tokens, source quality, recency, position)."""
     weight_evidence: float = 0.55
     """Weight of the fused retrieval score (normalised to the best candidate) in ``evidence``."""
+    rerank_depth: int = 4
+    """Ranked chunks the async engine's ``reranker=`` reorders (none: unread); 0: off."""
 
 
 class ComposerConfig(msgspec.Struct):
@@ -192,6 +192,9 @@ class ComposerConfig(msgspec.Struct):
     embedder_floor: bool = False
     """True: the ``min_query_coverage`` check also weighs vector evidence on the embedder's
     own scale (its ``vector_floor``; none: the keyword check alone)."""
+    rerank_floor: float | None = None
+    """When a reranker scored chunks: nothing relevant unless one scores at least this (on the
+    reranker's scale), in place of the coverage checks.  ``None``: the reranker orders only."""
 
 
 class GuardConfig(msgspec.Struct):
@@ -262,9 +265,8 @@ class ContextEngineConfig(msgspec.Struct):
           ``retriever.cross_script_evidence``: in a corpus of two scripts, the answer
           in the question's other script is found and not outranked for lack of
           keyword evidence (``bench/README.md``);
-        * ``ranking.mode = "evidence"`` with weights that put the fused retrieval
-          score first (evidence 0.55, keyword overlap 0.20, source quality 0.15,
-          recency 0.05, position 0.05);
+        * ``ranking.mode = "evidence"``: the fused retrieval score first (evidence 0.55,
+          keyword overlap 0.20, source quality 0.15, recency 0.05, position 0.05);
         * packing (``bench/bench_packing.py``): budgets of 2,000 / 4,000 / 6,000
           characters by query complexity, ``composer.packing = "fit"`` (skip what
           does not fit, cut at sentence ends, never cut the frame), a relevance

@@ -59,6 +59,8 @@ class _Composer(Protocol):
     def min_vector_margin(self) -> float: ...
     @property
     def embedder_floor(self) -> bool: ...
+    @property
+    def rerank_floor(self) -> float | None: ...
 
 
 class _Retriever(Protocol):
@@ -137,6 +139,7 @@ _FUSION_SIZES: tuple[tuple[str, str], ...] = (("retriever", "rrf_k"), ("retrieve
 _NON_NEGATIVE_FIELDS: tuple[tuple[str, str], ...] = (
     ("filter_cfg", "min_chunk_length"),
     ("guard", "min_context_length"),
+    ("ranking", "rerank_depth"),
 )
 
 
@@ -248,7 +251,9 @@ def validate_config(config: Validatable) -> None:
     ``composer.min_query_coverage`` and ``composer.min_vector_margin`` (additions to
     the documented package) are fractions in [0, 1], ``composer.embedder_floor`` and
     ``retriever.embed_heading``, ``retriever.script_centring``,
-    ``retriever.question_map`` and ``retriever.cross_script_evidence`` bools.
+    ``retriever.question_map`` and ``retriever.cross_script_evidence`` bools,
+    ``ranking.rerank_depth`` an integer >= 0 and ``composer.rerank_floor`` a finite
+    number or None.
     """
     template = config.composer.template
     if template not in TEMPLATE_NAMES:
@@ -265,6 +270,11 @@ def validate_config(config: Validatable) -> None:
     if not isinstance(composer.embedder_floor, bool):
         raise ConfigError(
             f"composer.embedder_floor must be true or false, got {composer.embedder_floor!r}"
+        )
+    rerank_floor = composer.rerank_floor
+    if rerank_floor is not None and not _is_finite(rerank_floor):
+        raise ConfigError(
+            f"composer.rerank_floor must be a finite number or None, got {rerank_floor!r}"
         )
     # A truthy string such as "no" would otherwise turn the option on.
     for name in ("embed_heading", "script_centring", "question_map", "cross_script_evidence"):

@@ -21,13 +21,17 @@ the others, the order and the result building.
 
 from __future__ import annotations
 
+import inspect
+import math
 from typing import Any
+
+import anyio.to_thread
 
 import zerda_async.pipeline._shared as _shared
 from zerda_async.core.composer import compose_with_citations
 from zerda_async.core.filter_language import matches, parse_filters
 from zerda_async.core.index import STEP_WORK
-from zerda_async.core.models import ContextResult
+from zerda_async.core.models import ContextResult, ScoredChunk
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._stage import Stage
 from zerda_async.pipeline._state import EngineState
@@ -55,6 +59,7 @@ __all__ = [
     "HistoryRecord",
     "QueryEmbedding",
     "Rank",
+    "Rerank",
     "Retrieval",
     "SourceQuality",
     "Stage",
@@ -203,6 +208,69 @@ class Rank(Stage):
         )
 
 
+class Rerank(Stage):
+    """Step 6b: the top ``ranking.rerank_depth`` ranked chunks reordered by the reranker.
+
+    Only with the async engine's ``reranker=`` (the documented engine has
+    none, and this stage does nothing there): an object whose
+    ``scores(question, texts)`` returns one score per text, higher is
+    better.  It reads the effective query with each chunk's text; a plain
+    method runs in a worker thread (a cross-encoder is CPU-heavy model work),
+    a coroutine method is awaited (a reranking service).  Each scored chunk
+    keeps its score in ``rerank_score``, read by ``composer.rerank_floor``.
+    Equal scores keep the ranker's order.
+    """
+
+    name = "rerank"
+    speculative = True
+
+    def apply(self, job: Job, state: EngineState) -> None:
+        top = self._top(job, state)
+        if top:
+            if inspect.iscoroutinefunction(state.reranker.scores):
+                raise TypeError("a coroutine reranker needs the async engine")
+            texts = [sc.text for sc in top]
+            self._reorder(job, top, state.reranker.scores(job.effective_query, texts))
+
+    def awaits(self, state: EngineState) -> bool:
+        return state.reranker is not None and state.config.ranking.rerank_depth > 0
+
+    async def apply_async(self, job: Job, state: EngineState) -> None:
+        top = self._top(job, state)
+        if top:
+            texts = [sc.text for sc in top]
+            scores_of = state.reranker.scores
+            if inspect.iscoroutinefunction(scores_of):
+                scores = await scores_of(job.effective_query, texts)
+            else:
+                scores = await anyio.to_thread.run_sync(
+                    scores_of, job.effective_query, texts, abandon_on_cancel=True
+                )
+            self._reorder(job, top, scores)
+
+    @staticmethod
+    def _top(job: Job, state: EngineState) -> list[ScoredChunk]:
+        if state.reranker is None:
+            return []
+        return job.ranked[: state.config.ranking.rerank_depth]
+
+    @staticmethod
+    def _reorder(job: Job, top: list[ScoredChunk], scores: Any) -> None:
+        try:
+            values = [float(v) for v in scores]
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"the reranker's scores are not numbers: {exc}") from exc
+        if len(values) != len(top):
+            raise ValueError(f"the reranker returned {len(values)} scores for {len(top)} chunks")
+        bad = next((v for v in values if not math.isfinite(v)), None)
+        if bad is not None:
+            raise ValueError(f"the reranker returned a score that is not finite: {bad}")
+        for sc, value in zip(top, values, strict=True):
+            sc.rerank_score = value
+        order = sorted(range(len(top)), key=lambda i: -values[i])
+        job.ranked = [top[i] for i in order] + job.ranked[len(top) :]
+
+
 class Compose(Stage):
     """Step 7: pack the ranked chunks into the budget with the template.
 
@@ -250,6 +318,7 @@ STAGES: tuple[Stage, ...] = (
     SourceQuality(),
     Filter(),
     Rank(),
+    Rerank(),
     Compose(),
     Guard(),
     CacheStore(),

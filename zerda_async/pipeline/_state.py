@@ -56,6 +56,7 @@ class Components(TypedDict, total=False):
     guard: Any
     budget_allocator: Any
     length_counter: LengthCounter | None
+    reranker: Any
 
 
 class EngineState:
@@ -130,6 +131,8 @@ class EngineState:
         self.budget_allocator: Any = given.get("budget_allocator") or EqualBudgetAllocation()
         self.adaptive = AdaptiveLearningSystem(self.config)
         self.retriever = given.get("retriever")
+        # Not a documented component: the async engine's reranker (the rerank stage).
+        self.reranker: Any = given.get("reranker")
 
     def _init_request_state(self, max_sessions: int | None, bounded_cache: bool) -> None:
         """The state requests share: the context cache and the conversation histories."""

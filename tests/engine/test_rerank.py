@@ -1,0 +1,188 @@
+"""The rerank stage: a reranker given to the async engine reorders and judges the top chunks.
+
+The reranker here is a caller's own scorer (the engine takes any object with
+``scores(question, texts)``), so the tests can say which chunk it prefers;
+the shipped E5 reranker is tested on the real model in
+``tests/embedders/test_e5_reranker.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+
+from zerda_async import AsyncContextEngine, ContextEngineConfig
+from zerda_async.core.config import ConfigError
+from zerda_async.errors import failed_stage
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class Chunk:
+    doc_id: str
+    text: str
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+CHUNKS = [
+    Chunk("bread-1", "Saffron bread is baked for Lucia day in Sweden, shaped as curls."),
+    Chunk("bread-2", "Saffron bread dough rests overnight; the answer: it rises twice."),
+    Chunk("coffee", "Arabic coffee is served in small cups with dates beside it."),
+]
+
+
+class MarkerReranker:
+    """Scores a chunk ``hit`` when it holds ``marker``, ``miss`` otherwise; records its calls."""
+
+    def __init__(self, marker: str, hit: float = 3.0, miss: float = -3.0) -> None:
+        self.marker, self.hit, self.miss = marker, hit, miss
+        self.calls: list[tuple[str, list[str]]] = []
+        self.threads: list[int] = []
+
+    def scores(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append((question, list(texts)))
+        self.threads.append(threading.get_ident())
+        return np.asarray([self.hit if self.marker in t else self.miss for t in texts])
+
+
+def _config(depth: int = 4, floor: float | None = 0.0) -> ContextEngineConfig:
+    """The recommended profile reranking ``depth`` chunks, flagging below ``floor``."""
+    config = ContextEngineConfig.recommended()
+    config.ranking.rerank_depth = depth
+    config.composer.rerank_floor = floor
+    return config
+
+
+async def _run(reranker: Any, query: str, config: ContextEngineConfig) -> Any:
+    async with AsyncContextEngine(config, reranker=reranker) as engine:
+        await engine.index(list(CHUNKS))
+        return await engine.run(query)
+
+
+def _ids(result: Any) -> list[str]:
+    return [sc.chunk.doc_id for sc in result.chunks_used]
+
+
+async def test_the_reranker_orders_the_top_chunks_and_keeps_its_scores() -> None:
+    reranker = MarkerReranker("Lucia")  # the profile alone ranks bread-2 first
+    result = await _run(reranker, "How does saffron bread dough rise?", _config())
+    assert _ids(result)[:2] == ["bread-1", "bread-2"]
+    assert [sc.rerank_score for sc in result.chunks_used[:2]] == [3.0, -3.0]
+    assert not result.nothing_relevant
+    question, texts = reranker.calls[0]
+    assert question == "How does saffron bread dough rise?"
+    assert len(texts) == len(result.chunks_used) <= 4
+
+
+async def test_the_reranker_runs_off_the_event_loop_thread() -> None:
+    reranker = MarkerReranker("the answer")
+    await _run(reranker, "How does saffron bread dough rise?", _config())
+    assert reranker.threads and threading.get_ident() not in reranker.threads
+
+
+async def test_only_the_top_depth_chunks_are_scored_and_moved() -> None:
+    reranker = MarkerReranker("Arabic coffee")
+    result = await _run(reranker, "saffron bread Lucia curls coffee", _config(depth=1))
+    assert len(reranker.calls[0][1]) == 1
+    # One chunk scored: it keeps first place whatever its score, the rest are unscored.
+    assert [sc.rerank_score is None for sc in result.chunks_used[1:]] == [True] * (
+        len(result.chunks_used) - 1
+    )
+
+
+async def test_no_chunk_at_the_floor_says_nothing_relevant() -> None:
+    reranker = MarkerReranker("no chunk holds this")
+    result = await _run(reranker, "How does saffron bread dough rise?", _config())
+    assert result.nothing_relevant
+    assert "Saffron" not in result.context
+
+
+async def test_a_floor_of_none_leaves_the_verdict_to_the_coverage_checks() -> None:
+    reranker = MarkerReranker("no chunk holds this")
+    result = await _run(reranker, "How does saffron bread dough rise?", _config(floor=None))
+    assert not result.nothing_relevant
+    assert result.chunks_used[0].rerank_score == -3.0
+
+
+async def test_depth_zero_turns_reranking_off() -> None:
+    reranker = MarkerReranker("the answer")
+    result = await _run(reranker, "How does saffron bread dough rise?", _config(depth=0))
+    assert reranker.calls == []
+    assert all(sc.rerank_score is None for sc in result.chunks_used)
+
+
+async def test_without_a_reranker_the_profile_is_unchanged() -> None:
+    query = "How does saffron bread dough rise?"
+    with_none = await _run(None, query, _config())
+    async with AsyncContextEngine(ContextEngineConfig.recommended()) as engine:
+        await engine.index(list(CHUNKS))
+        plain = await engine.run(query)
+    assert with_none.context == plain.context
+    assert _ids(with_none) == _ids(plain)
+
+
+class Returns(MarkerReranker):
+    """A reranker that returns ``scores(texts)`` whatever it is asked."""
+
+    def __init__(self, scores: Any) -> None:
+        super().__init__("")
+        self.fixed = scores
+
+    def scores(self, question: str, texts: Sequence[str]) -> Any:
+        return self.fixed(texts)
+
+
+@pytest.mark.parametrize(
+    ("scores", "message"),
+    [
+        (lambda texts: np.zeros(len(texts) + 1), "returned 3 scores for 2 chunks"),
+        (lambda texts: [float("nan")] * len(texts), "a score that is not finite: nan"),
+        (lambda texts: ["high"] * len(texts), "scores are not numbers"),
+        (lambda texts: None, "scores are not numbers"),
+    ],
+)
+async def test_a_reranker_returning_bad_scores_fails_the_stage(scores: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as caught:
+        await _run(Returns(scores), "How does saffron bread dough rise?", _config(depth=2))
+    assert failed_stage(caught.value) == "rerank"
+
+
+class ServiceReranker(MarkerReranker):
+    """A coroutine reranker (a reranking service): awaited on the loop, not in a thread."""
+
+    async def scores(self, question: str, texts: Sequence[str]) -> np.ndarray:  # type: ignore[override]
+        return MarkerReranker.scores(self, question, texts)
+
+
+async def test_a_coroutine_reranker_is_awaited() -> None:
+    reranker = ServiceReranker("Lucia")
+    result = await _run(reranker, "How does saffron bread dough rise?", _config())
+    assert _ids(result)[:2] == ["bread-1", "bread-2"]
+    assert reranker.threads == [threading.get_ident()]
+
+
+def test_the_default_floor_leaves_the_verdict_to_the_other_checks() -> None:
+    assert ContextEngineConfig.recommended().composer.rerank_floor is None
+    assert ContextEngineConfig().ranking.rerank_depth == 4
+
+
+@pytest.mark.parametrize(
+    ("section", "name", "value"),
+    [
+        ("ranking", "rerank_depth", -1),
+        ("ranking", "rerank_depth", 2.5),
+        ("composer", "rerank_floor", float("nan")),
+        ("composer", "rerank_floor", "0"),
+    ],
+)
+def test_bad_rerank_settings_name_the_field(section: str, name: str, value: Any) -> None:
+    config = ContextEngineConfig.recommended()
+    setattr(getattr(config, section), name, value)
+    with pytest.raises(ConfigError, match=f"{section}.{name}"):
+        config.validate()
