@@ -79,7 +79,8 @@ class SourceRef(msgspec.Struct):
 
 
 class RankedEvent(_Event, tag="ranked"):
-    """The ranked chunks' sources (sent once, before the context)."""
+    """The ranked chunks' sources in their final order (after a reranker), sent once,
+    before the context; ``duration_ms`` covers ranking and reranking."""
 
     count: int
     sources: list[SourceRef]

@@ -186,3 +186,33 @@ def test_bad_rerank_settings_name_the_field(section: str, name: str, value: Any)
     setattr(getattr(config, section), name, value)
     with pytest.raises(ConfigError, match=f"{section}.{name}"):
         config.validate()
+
+
+async def test_the_ranked_event_carries_the_reranked_order() -> None:
+    from zerda_async.events import RankedEvent
+
+    query = "How does saffron bread dough rise?"
+    async with AsyncContextEngine(_config(), reranker=MarkerReranker("Lucia")) as engine:
+        await engine.index(list(CHUNKS))
+        events = [e async for e in engine.stream(query)]
+    ranked = next(e for e in events if isinstance(e, RankedEvent))
+    assert [s.doc_id for s in ranked.sources][:2] == ["bread-1", "bread-2"]
+
+
+async def test_concurrent_requests_rerank_as_they_would_alone() -> None:
+    queries = [
+        "How does saffron bread dough rise?",
+        "Where is saffron bread baked?",
+        "What shape is saffron bread?",
+        "When does the dough rest?",
+        "How is Arabic coffee served?",
+        "Saffron bread Lucia day",
+    ]
+    alone = [await _run(MarkerReranker("Lucia"), q, _config()) for q in queries]
+    async with AsyncContextEngine(_config(), reranker=MarkerReranker("Lucia")) as engine:
+        await engine.index(list(CHUNKS))
+        together = await engine.run_many(queries, concurrency=6)
+    for result, reference in zip(together, alone, strict=True):
+        assert _ids(result) == _ids(reference)
+        assert result.context == reference.context
+    assert any(_ids(r)[:1] == ["bread-1"] for r in together)

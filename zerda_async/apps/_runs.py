@@ -63,6 +63,8 @@ async def run_timed(
         name = _EVENT_OF_STAGE.get(done.stage)
         if name is not None:
             timings[name] = done.duration_ms
+        elif done.stage == "rerank":  # reported within "ranked", as the stream does
+            timings["ranked"] = timings.get("ranked", 0.0) + done.duration_ms
 
     hooked = msgspec.structs.replace(options or RunOptions(), on_stage=on_stage)
     result = await engine.run(query, timeout=timeout, options=hooked)

@@ -248,15 +248,16 @@ def _events_for(request: Request, stage: str, duration_ms: float) -> list[StageE
         return [RetrievedEvent(request_id=rid, duration_ms=duration_ms, count=len(job.retrieved))]
     if stage == "filter":
         return [FilteredEvent(request_id=rid, duration_ms=duration_ms, count=len(job.filtered))]
-    if stage == "rank":
+    if stage == "rerank":
+        # Sent once the order is final: after the rerank stage (a no-op without a
+        # reranker), timed as ranking and reranking together.
         sources = [
             SourceRef(doc_id=sc.doc_id, source=sc.source, score=sc.composite_score)
             for sc in job.ranked
         ]
+        spent = job.timings.get("rank", 0.0) + duration_ms
         return [
-            RankedEvent(
-                request_id=rid, duration_ms=duration_ms, count=len(job.ranked), sources=sources
-            )
+            RankedEvent(request_id=rid, duration_ms=spent, count=len(job.ranked), sources=sources)
         ]
     if stage == "compose":
         return [
