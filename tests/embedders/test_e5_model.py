@@ -1,4 +1,4 @@
-"""``zerda_async.embedders.e5_model``: the E5 wheel's model file for tools, as the engine reads it."""
+"""``zerda_async.embedders.e5_model``: the E5 wheel's model file, as the engine reads it."""
 
 from __future__ import annotations
 
