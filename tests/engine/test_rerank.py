@@ -1,14 +1,14 @@
 """The rerank stage: a reranker given to the async engine reorders and judges the top chunks.
 
-The reranker here is a caller's own scorer (the engine takes any object with
-``scores(question, texts)``), so the tests can say which chunk it prefers;
-the shipped E5 reranker is tested on the real model in
-``tests/embedders/test_e5_reranker.py``.
+The engine ships no reranker model; it takes any object with
+``scores(question, texts)``.  The rerankers here are scorers whose choice
+the tests know (a marker word), so they can say which chunk must come first.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,6 +90,7 @@ async def test_only_the_top_depth_chunks_are_scored_and_moved() -> None:
     reranker = MarkerReranker("Arabic coffee")
     result = await _run(reranker, "saffron bread Lucia curls coffee", _config(depth=1))
     assert len(reranker.calls[0][1]) == 1
+    assert result.chunks_used[0].rerank_score == -3.0
     # One chunk scored: it keeps first place whatever its score, the rest are unscored.
     assert [sc.rerank_score is None for sc in result.chunks_used[1:]] == [True] * (
         len(result.chunks_used) - 1
@@ -117,14 +118,17 @@ async def test_depth_zero_turns_reranking_off() -> None:
     assert all(sc.rerank_score is None for sc in result.chunks_used)
 
 
-async def test_without_a_reranker_the_profile_is_unchanged() -> None:
-    query = "How does saffron bread dough rise?"
+@pytest.mark.parametrize("query", ["How does saffron bread dough rise?", "saffron coffee"])
+async def test_without_a_reranker_the_context_is_the_sync_facades(query: str) -> None:
+    import sync_api
+
     with_none = await _run(None, query, _config())
-    async with AsyncContextEngine(ContextEngineConfig.recommended()) as engine:
-        await engine.index(list(CHUNKS))
-        plain = await engine.run(query)
+    facade = sync_api.ContextEngine(_config())
+    facade.index(list(CHUNKS))
+    plain = facade.run(query)
     assert with_none.context == plain.context
-    assert _ids(with_none) == _ids(plain)
+    assert _ids(with_none) == [sc.chunk.doc_id for sc in plain.chunks_used]
+    assert all(sc.rerank_score is None for sc in with_none.chunks_used)
 
 
 class Returns(MarkerReranker):
@@ -216,3 +220,103 @@ async def test_concurrent_requests_rerank_as_they_would_alone() -> None:
         assert _ids(result) == _ids(reference)
         assert result.context == reference.context
     assert any(_ids(r)[:1] == ["bread-1"] for r in together)
+
+
+async def test_a_question_the_cache_answers_is_not_reranked_again() -> None:
+    reranker = MarkerReranker("Lucia")
+    query = "How does saffron bread dough rise?"
+    async with AsyncContextEngine(_config(), reranker=reranker) as engine:
+        await engine.index(list(CHUNKS))
+        first = await engine.run(query)
+        again = await engine.run(query)
+    assert again.context == first.context
+    assert again.metadata.get("from_cache")
+    assert len(reranker.calls) == 1
+
+
+class _Overlapping(MarkerReranker):
+    """Counts how many of its calls run at once."""
+
+    def __init__(self) -> None:
+        super().__init__("Lucia")
+        self.lock = threading.Lock()
+        self.now = self.most = 0
+
+    def scores(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(0.02)
+        with self.lock:
+            self.now -= 1
+        return super().scores(question, texts)
+
+
+async def test_reranker_threads_keep_to_the_engines_thread_limit() -> None:
+    reranker = _Overlapping()
+    queries = [f"saffron bread question {i}" for i in range(6)]
+    async with AsyncContextEngine(_config(), reranker=reranker, thread_limit=1) as engine:
+        await engine.index(list(CHUNKS))
+        await engine.run_many(queries, concurrency=6)
+    assert len(reranker.calls) == 6
+    assert reranker.most == 1
+
+
+class _CallableService:
+    """A coroutine reranker whose scores is an object with an async ``__call__``."""
+
+    class _Scores:
+        def __init__(self) -> None:
+            self.threads: list[int] = []
+
+        async def __call__(self, question: str, texts: Sequence[str]) -> list[float]:
+            self.threads.append(threading.get_ident())
+            return [3.0 if "Lucia" in t else -3.0 for t in texts]
+
+    def __init__(self) -> None:
+        self.scores = self._Scores()
+
+
+async def test_an_async_callable_scores_is_awaited_on_the_loop() -> None:
+    reranker = _CallableService()
+    result = await _run(reranker, "How does saffron bread dough rise?", _config())
+    assert _ids(result)[:2] == ["bread-1", "bread-2"]
+    assert reranker.scores.threads == [threading.get_ident()]
+
+
+def test_a_reranker_without_scores_is_refused_naming_it() -> None:
+    with pytest.raises(TypeError, match="reranker must have a scores"):
+        AsyncContextEngine(reranker=object())
+
+
+async def test_a_negative_depth_unvalidated_reranks_nothing() -> None:
+    reranker = MarkerReranker("Lucia")
+    config = _config(depth=-1)
+    async with AsyncContextEngine(config, reranker=reranker, validate=False) as engine:
+        await engine.index(list(CHUNKS))
+        result = await engine.run("How does saffron bread dough rise?")
+    assert reranker.calls == []
+    assert all(sc.rerank_score is None for sc in result.chunks_used)
+
+
+class _Hangs(MarkerReranker):
+    def __init__(self) -> None:
+        super().__init__("Lucia")
+        self.release = threading.Event()
+
+    def scores(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        self.release.wait(5.0)
+        return super().scores(question, texts)
+
+
+async def test_a_hung_reranker_times_out_its_request_and_the_engine_closes() -> None:
+    reranker = _Hangs()
+    started = time.perf_counter()
+    try:
+        async with AsyncContextEngine(_config(), reranker=reranker) as engine:
+            await engine.index(list(CHUNKS))
+            with pytest.raises(TimeoutError):
+                await engine.run("How does saffron bread dough rise?", timeout=0.3)
+        assert time.perf_counter() - started < 3.0
+    finally:
+        reranker.release.set()  # the abandoned thread ends now

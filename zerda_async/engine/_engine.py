@@ -62,10 +62,12 @@ class AsyncContextEngine(IndexMethods, StateMethods):
     The components of the documented ``ContextEngine`` (``query_analyzer``, ``retriever``,
     ``chunk_filter``, ``ranker``, ``composer``, ``guard``, ``budget_allocator``,
     ``length_counter``; see :class:`~zerda_async.pipeline.Components`) are keyword arguments
-    here; ``None`` selects the documented default.  ``max_in_flight`` bounds the requests
-    inside the pipeline; further callers wait (backpressure).  The remaining keywords tune
-    the runner: ``workers`` speculation tasks, ``thread_limit`` worker threads for CPU-bound
-    stages, and the query-embedding micro-batch ``embed_batch_window`` (seconds) and
+    here; ``None`` selects the documented default.  ``reranker`` (not a documented
+    component) reorders the first ranked chunks: docs/api.md, "Rerankers".
+    ``max_in_flight`` bounds the requests inside the pipeline; further callers wait
+    (backpressure).  The remaining keywords tune the runner: ``workers`` speculation
+    tasks, ``thread_limit`` worker threads for CPU-bound stages (and a plain reranker),
+    and the query-embedding micro-batch ``embed_batch_window`` (seconds) and
     ``embed_batch_size``.
 
     ``vector_dtype`` stores the in-memory embedding matrix as ``"float64"``
@@ -165,6 +167,7 @@ class AsyncContextEngine(IndexMethods, StateMethods):
             ),
         )
         self._runner.policy.forced = OFFLOAD_MODES[offload]
+        self._state.thread_limiter = self._runner.limiter
         self._use_stores(stores or Stores())
         self._indexes = IndexLifecycle(self._state, self._runner, vector_dtype)
         self._tg: anyio.abc.TaskGroup | None = None

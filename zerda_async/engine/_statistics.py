@@ -52,3 +52,6 @@ def check_arguments(offload: str, vector_dtype: str, components: Mapping[str, ob
         raise TypeError(
             f"AsyncContextEngine() got an unexpected keyword argument {sorted(unknown)[0]!r}"
         )
+    reranker = components.get("reranker")
+    if reranker is not None and not callable(getattr(reranker, "scores", None)):
+        raise TypeError(f"reranker must have a scores(question, texts) method, got {reranker!r}")

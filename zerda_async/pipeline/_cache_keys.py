@@ -32,6 +32,7 @@ statistics of every request (documented learning), not one conversation.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import msgspec
 
@@ -82,3 +83,19 @@ def local_context_key(job: Job, state: EngineState) -> str:
     if state.cache_corpus_version is not None:
         key += f"@{state.cache_corpus_version}"
     return key
+
+
+def cache_holds(job: Job, state: EngineState, effective: Any) -> bool:
+    """True when the in-process cache holds the context of ``job`` asked as ``effective``.
+
+    Counts no lookup.  A key that cannot be made says True: the walk's cache
+    lookup then raises the documented error, and nothing ahead of it is needed.
+    """
+    cache = state.cache
+    if cache is None:
+        return False
+    try:
+        key = local_context_key(msgspec.structs.replace(job, effective_query=effective), state)
+    except Exception:
+        return True
+    return cache.contains(key)

@@ -22,11 +22,10 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
-import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from zerda_async.core.models import ContextResult
-from zerda_async.pipeline._cache_keys import local_context_key
+from zerda_async.pipeline._cache_keys import cache_holds
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._requests import Barrier, Phase, Request
 from zerda_async.pipeline._speculation import Speculation
@@ -183,7 +182,7 @@ class CommitPhase:
         ahead = job.ahead
         if ahead is not None and ahead.query == effective and ahead.epoch == self.state.epoch:
             return
-        if request.skip_speculation and self._cache_will_hit(job, effective):
+        if request.skip_speculation and cache_holds(job, self.state, effective):
             return
         await self.speculation.apply(request, effective)
 
@@ -195,15 +194,3 @@ class CommitPhase:
             return enriched_query(job, self.state)
         except Exception:
             return _UNKNOWN
-
-    def _cache_will_hit(self, job: Job, effective: Any) -> bool:
-        """True when the cache lookup will find this query (without counting a lookup)."""
-        cache = self.state.cache
-        if cache is None:
-            return False
-        try:
-            peeked = msgspec.structs.replace(job, effective_query=effective)
-            key = local_context_key(peeked, self.state)
-        except Exception:
-            return True  # the walk raises the documented error at the cache lookup
-        return cache.contains(key)

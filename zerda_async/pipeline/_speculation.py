@@ -1,9 +1,12 @@
 """The speculation phase: a request's speculative stages, applied ahead of its commit.
 
 Workers take requests off the speculation stream and apply the speculative
-stages (analysis, retrieval, source quality, filter, rank; the query
-embedding is usually applied before, by the embedding phase) for the raw
-query, recording them in the job's :class:`~._job.Ahead`.  Consecutive sync
+stages (analysis, retrieval, source quality, filter, rank, rerank; the
+query embedding is usually applied before, by the embedding phase) for the
+raw query, recording them in the job's :class:`~._job.Ahead`.  A stage
+marked ``after_cache_miss`` (the reranker's) is left to the walk when the
+context cache will answer; after an index change only ``query_only`` work
+(the query vector) is kept.  Consecutive sync
 stages run as one group, on the event loop, on it in pieces paced by a
 :class:`~zerda_async.runtime.LoopPacer` (one slice of pieces per loop
 iteration), or in one worker-thread hop, as the
@@ -22,6 +25,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from zerda_async.errors import annotate_stage_error
+from zerda_async.pipeline._cache_keys import cache_holds
 from zerda_async.pipeline._job import Ahead, Job
 from zerda_async.pipeline._offload import OffloadPolicy, apply_group, group_steps
 from zerda_async.pipeline._requests import Phase, Request
@@ -83,6 +87,10 @@ class Speculation:
         job.effective_query = query
         ahead = self._ahead_for(job, query)
         todo = self._todo(ahead)
+        if any(s.after_cache_miss for s in todo) and cache_holds(job, self.state, query):
+            # The walk's cache lookup will answer: leave those stages to the walk,
+            # which runs them itself should the entry be gone by then.
+            todo = [s for s in todo if not s.after_cache_miss]
         request.phase = Phase.SPECULATION
         if not todo:
             return
@@ -138,9 +146,7 @@ class Speculation:
         if old is not None and old.query == query and old.error is None:
             # The query vector depends on the query only: an index change
             # does not make it stale.
-            ahead.applied = {
-                s.name for s in self.stages if s.name in old.applied and s.awaits(self.state)
-            }
+            ahead.applied = {s.name for s in self.stages if s.name in old.applied and s.query_only}
         # Forget stale timings, so where() names the stage running now.
         for stage in self.stages:
             if stage.name not in ahead.applied:

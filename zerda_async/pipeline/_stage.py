@@ -20,6 +20,12 @@ class Stage(ABC):
 
     name: str = "stage"
     speculative: bool = False
+    # Its result depends on the query alone (the query vector): speculation keeps
+    # it across an index change.
+    query_only: bool = False
+    # Speculated only when the context cache will not answer the request (the
+    # rerank stage: a reranker call a cache hit would waste); else the walk runs it.
+    after_cache_miss: bool = False
 
     @property
     def error_name(self) -> str:

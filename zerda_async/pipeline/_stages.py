@@ -21,7 +21,6 @@ the others, the order and the result building.
 
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any
 
@@ -32,6 +31,7 @@ from zerda_async.core.composer import compose_with_citations
 from zerda_async.core.filter_language import matches, parse_filters
 from zerda_async.core.index import STEP_WORK
 from zerda_async.core.models import ContextResult, ScoredChunk
+from zerda_async.embedders import is_coroutine_function
 from zerda_async.pipeline._job import Job
 from zerda_async.pipeline._stage import Stage
 from zerda_async.pipeline._state import EngineState
@@ -43,7 +43,7 @@ from zerda_async.pipeline._state_stages import (
     HistoryEnrichment,
     HistoryRecord,
 )
-from zerda_async.runtime import Steps, finish
+from zerda_async.runtime import Steps, finish, run_in_thread
 
 __all__ = [
     "STAGES",
@@ -90,6 +90,7 @@ class QueryEmbedding(Stage):
 
     name = "query_embedding"
     speculative = True
+    query_only = True
 
     @property
     def error_name(self) -> str:
@@ -215,60 +216,71 @@ class Rerank(Stage):
     none, and this stage does nothing there): an object whose
     ``scores(question, texts)`` returns one score per text, higher is
     better.  It reads the effective query with each chunk's text; a plain
-    method runs in a worker thread (a cross-encoder is CPU-heavy model work),
-    a coroutine method is awaited (a reranking service).  Each scored chunk
-    keeps its score in ``rerank_score``, read by ``composer.rerank_floor``.
-    Equal scores keep the ranker's order.
+    method runs in a worker thread under the engine's thread limit (a
+    cross-encoder is CPU-heavy model work), a coroutine method is awaited (a
+    reranking service).  Each scored chunk keeps its score in
+    ``rerank_score``, read by ``composer.rerank_floor``.  Equal scores keep
+    the ranker's order.  A request the context cache will answer is not
+    reranked ahead of its lookup.
     """
 
     name = "rerank"
     speculative = True
+    after_cache_miss = True
 
     def apply(self, job: Job, state: EngineState) -> None:
-        top = self._top(job, state)
+        top = _reranked_part(job, state)
         if top:
-            if inspect.iscoroutinefunction(state.reranker.scores):
+            if is_coroutine_function(state.reranker.scores):
                 raise TypeError("a coroutine reranker needs the async engine")
             texts = [sc.text for sc in top]
-            self._reorder(job, top, state.reranker.scores(job.effective_query, texts))
+            _reorder(job, top, state.reranker.scores(job.effective_query, texts))
 
     def awaits(self, state: EngineState) -> bool:
-        return state.reranker is not None and state.config.ranking.rerank_depth > 0
+        return state.reranker is not None
 
     async def apply_async(self, job: Job, state: EngineState) -> None:
-        top = self._top(job, state)
-        if top:
-            texts = [sc.text for sc in top]
-            scores_of = state.reranker.scores
-            if inspect.iscoroutinefunction(scores_of):
-                scores = await scores_of(job.effective_query, texts)
-            else:
-                scores = await anyio.to_thread.run_sync(
-                    scores_of, job.effective_query, texts, abandon_on_cancel=True
-                )
-            self._reorder(job, top, scores)
+        top = _reranked_part(job, state)
+        if not top:
+            return
+        texts = [sc.text for sc in top]
+        scores_of = state.reranker.scores
+        if is_coroutine_function(scores_of):
+            scores = await scores_of(job.effective_query, texts)
+        elif state.thread_limiter is not None:
+            scores = await run_in_thread(
+                scores_of, job.effective_query, texts, limiter=state.thread_limiter
+            )
+        else:
+            scores = await anyio.to_thread.run_sync(
+                scores_of, job.effective_query, texts, abandon_on_cancel=True
+            )
+        _reorder(job, top, scores)
 
-    @staticmethod
-    def _top(job: Job, state: EngineState) -> list[ScoredChunk]:
-        if state.reranker is None:
-            return []
-        return job.ranked[: state.config.ranking.rerank_depth]
 
-    @staticmethod
-    def _reorder(job: Job, top: list[ScoredChunk], scores: Any) -> None:
-        try:
-            values = [float(v) for v in scores]
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"the reranker's scores are not numbers: {exc}") from exc
-        if len(values) != len(top):
-            raise ValueError(f"the reranker returned {len(values)} scores for {len(top)} chunks")
-        bad = next((v for v in values if not math.isfinite(v)), None)
-        if bad is not None:
-            raise ValueError(f"the reranker returned a score that is not finite: {bad}")
-        for sc, value in zip(top, values, strict=True):
-            sc.rerank_score = value
-        order = sorted(range(len(top)), key=lambda i: -values[i])
-        job.ranked = [top[i] for i in order] + job.ranked[len(top) :]
+def _reranked_part(job: Job, state: EngineState) -> list[ScoredChunk]:
+    """The ranked chunks the reranker scores: none without one, or at a depth of 0 or less."""
+    depth = state.config.ranking.rerank_depth
+    if state.reranker is None or depth <= 0:
+        return []
+    return job.ranked[:depth]
+
+
+def _reorder(job: Job, top: list[ScoredChunk], scores: Any) -> None:
+    """Keep each score on its chunk and put ``top`` in score order (ties: rank order)."""
+    try:
+        values = [float(v) for v in scores]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the reranker's scores are not numbers: {exc}") from exc
+    if len(values) != len(top):
+        raise ValueError(f"the reranker returned {len(values)} scores for {len(top)} chunks")
+    bad = next((v for v in values if not math.isfinite(v)), None)
+    if bad is not None:
+        raise ValueError(f"the reranker returned a score that is not finite: {bad}")
+    for sc, value in zip(top, values, strict=True):
+        sc.rerank_score = value
+    order = sorted(range(len(top)), key=lambda i: -values[i])
+    job.ranked = [top[i] for i in order] + job.ranked[len(top) :]
 
 
 class Compose(Stage):

@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+import anyio
+
 from zerda_async.core.adaptive import AdaptiveLearningSystem
 from zerda_async.core.budget import EqualBudgetAllocation
 from zerda_async.core.cache import BoundedContextCache, ContextCache
@@ -131,8 +133,10 @@ class EngineState:
         self.budget_allocator: Any = given.get("budget_allocator") or EqualBudgetAllocation()
         self.adaptive = AdaptiveLearningSystem(self.config)
         self.retriever = given.get("retriever")
-        # Not a documented component: the async engine's reranker (the rerank stage).
+        # Not a documented component: the async engine's reranker (the rerank stage),
+        # and the limiter of the worker threads it runs in (set by the async engine).
         self.reranker: Any = given.get("reranker")
+        self.thread_limiter: anyio.CapacityLimiter | None = None
 
     def _init_request_state(self, max_sessions: int | None, bounded_cache: bool) -> None:
         """The state requests share: the context cache and the conversation histories."""
