@@ -70,23 +70,21 @@ class AsyncContextEngine(IndexMethods, StateMethods):
     and the query-embedding micro-batch ``embed_batch_window`` (seconds) and
     ``embed_batch_size``.
 
-    ``vector_dtype`` stores the in-memory embedding matrix as ``"float64"``
-    (default: the documented scores exactly) or ``"float32"`` (half the memory
-    and scan time; cosines then differ by about 1e-8, which can reorder
-    near-ties).
+    ``vector_dtype`` stores the in-memory embedding matrix as ``"float64"`` (default:
+    the documented scores exactly) or ``"float32"`` (half the memory and scan time;
+    cosines then differ by about 1e-8, which can reorder near-ties).
 
     ``config`` is checked with :meth:`ContextEngineConfig.validate` (a
     ``ConfigError`` naming the field for an error: an unknown template, a
     negative or NaN weight, a budget that is not positive; a large weight is
-    valid, weights being relative), so every configuration ``sync_api`` runs
-    sensibly gives the same result here; ``validate=False`` accepts anything
-    the documented package accepts (its golden cases replay that way).
+    valid, weights being relative), so every configuration ``sync_api`` runs sensibly
+    gives the same result here; ``validate=False`` accepts anything the documented
+    package accepts (its golden cases replay that way).
 
-    ``max_sessions`` bounds the per-``session_id`` conversations kept; beyond
-    it the least recently run one is dropped (``None``: keep every session).
-    The context cache never holds more than ``config.cache.max_size``
-    entries (the documented cache can exceed it once entries expire; see
-    :class:`~zerda_async.core.cache.BoundedContextCache`).
+    ``max_sessions`` bounds the per-``session_id`` conversations kept; beyond it the
+    least recently run one is dropped (``None``: keep every session).  The context cache
+    never holds more than ``config.cache.max_size`` entries (the documented cache can
+    exceed it once entries expire; :class:`~zerda_async.core.cache.BoundedContextCache`).
 
     ``offload`` places the speculative stages: ``"auto"`` (default) in worker threads when
     their measured CPU cost outweighs the thread hop, or whenever they call caller code
