@@ -62,13 +62,12 @@ class AsyncContextEngine(IndexMethods, StateMethods):
     The components of the documented ``ContextEngine`` (``query_analyzer``, ``retriever``,
     ``chunk_filter``, ``ranker``, ``composer``, ``guard``, ``budget_allocator``,
     ``length_counter``; see :class:`~zerda_async.pipeline.Components`) are keyword arguments
-    here; ``None`` selects the documented default.  ``reranker`` (not a documented
-    component) reorders the first ranked chunks: docs/api.md, "Rerankers".
-    ``max_in_flight`` bounds the requests inside the pipeline; further callers wait
-    (backpressure).  The remaining keywords tune the runner: ``workers`` speculation
-    tasks, ``thread_limit`` worker threads for CPU-bound stages (and a plain reranker),
-    and the query-embedding micro-batch ``embed_batch_window`` (seconds) and
-    ``embed_batch_size``.
+    here; ``None`` selects the documented default; ``reranker`` (not documented) reorders
+    the first ranked chunks (docs/api.md, "Rerankers").  ``max_in_flight`` bounds the
+    requests inside the pipeline; further callers wait (backpressure).  The remaining
+    keywords tune the runner: ``workers`` speculation tasks, ``thread_limit`` worker
+    threads for CPU-bound stages (and a plain reranker), and the query-embedding
+    micro-batch ``embed_batch_window`` (seconds) and ``embed_batch_size``.
 
     ``vector_dtype`` stores the in-memory embedding matrix as ``"float64"`` (default:
     the documented scores exactly) or ``"float32"`` (half the memory and scan time;
