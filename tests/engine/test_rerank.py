@@ -10,24 +10,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pytest
+from support.chunks import Chunk
 
 from zerda_async import AsyncContextEngine, ContextEngineConfig
 from zerda_async.core.config import ConfigError
 from zerda_async.errors import failed_stage
 
 pytestmark = pytest.mark.anyio
-
-
-@dataclass
-class Chunk:
-    doc_id: str
-    text: str
-    metadata: dict[str, str] = field(default_factory=dict)
 
 
 CHUNKS = [

@@ -44,7 +44,7 @@ _SLOT = "\x00"
 
 
 def _rerank_scores(chunks: list[ScoredChunk]) -> list[float]:
-    """The reranker's logits among ``chunks`` (those it scored)."""
+    """The reranker's scores among ``chunks`` (those it scored)."""
     found = (getattr(sc, "rerank_score", None) for sc in chunks)
     return [value for value in found if value is not None]
 

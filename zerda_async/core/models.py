@@ -142,7 +142,7 @@ class ScoredChunk(msgspec.Struct):
     # cosine stands above the last one of the vector list (0 when not in that list),
     # the vector evidence behind ``composer.min_vector_margin``.
     vector_margin: float = 0.0
-    # Opt-in too: the reranker's logit for this chunk, set on the chunks it reordered
+    # Opt-in too: the reranker's score for this chunk, set on the chunks it reordered
     # (``ranking.rerank_depth``); None = not scored.
     rerank_score: float | None = None
 
