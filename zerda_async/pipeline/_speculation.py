@@ -87,7 +87,8 @@ class Speculation:
         job.effective_query = query
         ahead = self._ahead_for(job, query)
         todo = self._todo(ahead)
-        if any(s.after_cache_miss for s in todo) and cache_holds(job, self.state, query):
+        costly = any(s.after_cache_miss and s.awaits(self.state) for s in todo)
+        if costly and cache_holds(job, self.state, query):
             # The walk's cache lookup will answer: leave those stages to the walk,
             # which runs them itself should the entry be gone by then.
             todo = [s for s in todo if not s.after_cache_miss]

@@ -25,6 +25,7 @@ class Stage(ABC):
     query_only: bool = False
     # Speculated only when the context cache will not answer the request (the
     # rerank stage: a reranker call a cache hit would waste); else the walk runs it.
+    # Checked only when the stage awaits (a reranker is set): the key costs a hash.
     after_cache_miss: bool = False
 
     @property
