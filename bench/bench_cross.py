@@ -22,9 +22,10 @@ logits and a fixed "none of them" logit of 0; the target is the relevant
 chunks (shared equally), or "none" for an off-topic question.  So a logit
 above 0 reads "answers it", and one model ranks and judges.
 
-The lower layers' states of every pair are cached in ``bench/out/cross/``
-(``--cached`` upper layers are left out of the cache; delete the files after
-changing the lists).  Needs PyTorch, not a project dependency
+The trained layers and head are saved to ``bench/out/cross/cross-<tuned>.npz``
+(float32, the ONNX graph's names).  The lower layers' states of every pair
+are cached in ``bench/out/cross/`` (``--cached`` upper layers are left out of
+the cache; delete the files after changing the lists).  Needs PyTorch, not a project dependency
 (``bench/README.md``, the cross-encoder section):
 
     PYTHONPATH=$PWD .venv/bin/python bench/_cross_lists.py    # the lists (project venv)
@@ -142,7 +143,8 @@ def train(
             loss.backward()
             torch.nn.utils.clip_grad_norm_(encoder.tuned_parameters(), 1.0)
             optimiser.step()
-            running = 0.98 * running + 0.02 * float(loss) if step else float(loss)
+            value = float(loss.detach())
+            running = 0.98 * running + 0.02 * value if step else value
             step += 1
             if step % 50 == 0:
                 spent = time.perf_counter() - started
@@ -268,6 +270,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rate", type=float, default=3e-5, help="learning rate of the layers")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
+    if not 0 <= args.tuned <= args.cached <= 12:
+        parser.error("need 0 <= --tuned <= --cached <= 12")
     torch.set_num_threads(args.threads)
     torch.manual_seed(20240611)
     started = time.perf_counter()
