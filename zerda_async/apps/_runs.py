@@ -25,8 +25,9 @@ STAGE_EVENTS = ("analysis", "retrieved", "filtered", "ranked", "composed", "guar
 
 _EVENT_OF_STAGE = dict(
     zip(("analysis", "retrieval", "filter", "rank", "compose", "guard"), STAGE_EVENTS, strict=True)
-)
-"""The stages whose timings are reported, under the name of their stream event."""
+) | {"rerank": "ranked"}
+"""The stages whose timings are reported, under the name of their stream event; rank and
+rerank both count toward ``ranked``, as the stream's ranked event does."""
 
 
 class TimedResult(msgspec.Struct):
@@ -62,9 +63,7 @@ async def run_timed(
         seen.append(done)
         name = _EVENT_OF_STAGE.get(done.stage)
         if name is not None:
-            timings[name] = done.duration_ms
-        elif done.stage == "rerank":  # reported within "ranked", as the stream does
-            timings["ranked"] = timings.get("ranked", 0.0) + done.duration_ms
+            timings[name] = timings.get(name, 0.0) + done.duration_ms
 
     hooked = msgspec.structs.replace(options or RunOptions(), on_stage=on_stage)
     result = await engine.run(query, timeout=timeout, options=hooked)

@@ -229,12 +229,10 @@ class Rerank(Stage):
     after_cache_miss = True
 
     def apply(self, job: Job, state: EngineState) -> None:
-        top = _reranked_part(job, state)
-        if top:
-            if is_coroutine_function(state.reranker.scores):
-                raise TypeError("a coroutine reranker needs the async engine")
-            texts = [sc.text for sc in top]
-            _reorder(job, top, state.reranker.scores(job.effective_query, texts))
+        # Without a reranker there is nothing to do; with one the stage awaits, and
+        # every runner applies it with apply_async.
+        if self.awaits(state):
+            raise RuntimeError("rerank awaits its reranker: apply it with apply_async")
 
     def awaits(self, state: EngineState) -> bool:
         return state.reranker is not None
