@@ -216,6 +216,13 @@ def twins(asked: Sequence[Question], over: Sequence[Question]) -> list[Question]
     return [Question(q.text, t.answers, t.relevant) for q, t in zip(asked, over, strict=True)]
 
 
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--per-half`` and ``--covid-articles``: the plan's size, with the defaults every
+    floor bench measures at (so their rows are the same questions)."""
+    parser.add_argument("--per-half", type=int, default=150)
+    parser.add_argument("--covid-articles", type=int, default=6)
+
+
 def build(data: Path, covid_articles: int) -> tuple[dict[str, list[BenchChunk]], Plan]:
     """The corpora and the measured (kind, questions, corpus) triples."""
     xe = load_set(data / "xquad-en-public.json.gz", "XQuAD en", "xen", 400)
@@ -286,8 +293,7 @@ def add(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--per-half", type=int, default=150)
-    parser.add_argument("--covid-articles", type=int, default=6)
+    add_plan_arguments(parser)
     parser.add_argument(
         "--pair", type=float, help="add the e5 + USE pair of this weight with its floor"
     )

@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import describe_load, describe_machine, format_table
+from bench_floor import add_plan_arguments
 from bench_floor_fit import HALVES, collect
 
 from zerda_async.core.floor_model import FEATURES
@@ -50,8 +51,7 @@ def cell(value: float | None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--per-half", type=int, default=150)
-    parser.add_argument("--covid-articles", type=int, default=6)
+    add_plan_arguments(parser)
     args = parser.parse_args(argv)
     rows = collect(args.per_half, args.covid_articles)
     margin, arabic = FEATURES.index("margin"), FEATURES.index("arabic_question")

@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import describe_load, describe_machine, format_table
 from _floor_tradeoff import HALVES, TRADEOFF_HEADERS, at, shipped_flags, tradeoff
+from bench_floor import add_plan_arguments
 from bench_floor_fit import Rows, collect
 
 from zerda_async.core.floor_model import script_of
@@ -217,8 +218,7 @@ def table(rows: Rows) -> tuple[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--per-half", type=int, default=150)
-    parser.add_argument("--covid-articles", type=int, default=6)
+    add_plan_arguments(parser)
     parser.add_argument(
         "--fused",
         action="store_true",

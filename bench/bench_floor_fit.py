@@ -75,7 +75,7 @@ from _common import describe_load, describe_machine
 from _e5_vectors import E5Embedder, E5Vectors
 from _logistic import descend
 from _quality_data import DATA
-from bench_floor import build, halves, make_engine
+from bench_floor import add_plan_arguments, build, halves, make_engine
 
 from zerda_async.core.floor_model import (
     FEATURES,
@@ -335,8 +335,7 @@ HALVES = ("tune", "held-out")
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--per-half", type=int, default=150)
-    parser.add_argument("--covid-articles", type=int, default=6)
+    add_plan_arguments(parser)
     args = parser.parse_args(argv)
     rows = collect(args.per_half, args.covid_articles)
     print(f"Machine: {describe_machine()}\nLoad: {describe_load()}")
