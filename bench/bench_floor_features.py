@@ -21,7 +21,11 @@ metadata), so it would compute alike in every index placement:
   keyword list ranks in its ten best too;
 * ``shared names``: the share of the question's digits and Latin
   capitalised words (the tokens a translation keeps) found in the group's
-  three best hits, and ``has names``: whether the question has any.
+  three best hits, and ``has names``: whether the question has any;
+* ``word match``: over the question's content words, the mean of each one's
+  best e5 cosine to a word of the group's best hit, the words embedded alone
+  (``_word_translation.WordVectors``: a word lies near its translation), and
+  ``word match, best 2``: the mean of the two best-matched words only.
 
 Each feature set is the shipped four (:data:`~zerda_async.core.floor_model.FEATURES`)
 plus candidates, fitted on the tune half by ``bench_floor_fit``'s logistic
@@ -48,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import describe_load, describe_machine, format_table
 from _floor_tradeoff import HALVES, TRADEOFF_HEADERS, at, shipped_flags, tradeoff
+from _word_translation import WordVectors
 from bench_floor import add_plan_arguments
 from bench_floor_fit import Rows, collect
 
@@ -139,6 +144,24 @@ def has_names(question: str, _: list[ScoredChunk]) -> float:
     return 1.0 if names(question) else 0.0
 
 
+_WORDS: list[WordVectors] = []
+"""The e5 word vectors, made on first use (importing the bench loads no model)."""
+
+
+def _best_match(question: str, listed: list[ScoredChunk]) -> np.ndarray:
+    if not _WORDS:
+        _WORDS.append(WordVectors())
+    return _WORDS[0].best_match(question, listed[0].text) if listed else np.zeros(1)
+
+
+def word_match(question: str, listed: list[ScoredChunk]) -> float:
+    return float(_best_match(question, listed).mean())
+
+
+def word_match_best_2(question: str, listed: list[ScoredChunk]) -> float:
+    return float(np.sort(_best_match(question, listed))[-2:].mean())
+
+
 CANDIDATES: dict[str, Feature] = {
     "source share": source_share,
     "neighbours": neighbours,
@@ -148,6 +171,8 @@ CANDIDATES: dict[str, Feature] = {
     "agreement": agreement,
     "shared names": shared_names,
     "has names": has_names,
+    "word match": word_match,
+    "word match, best 2": word_match_best_2,
 }
 
 SETS: dict[str, tuple[str, ...]] = {
@@ -158,6 +183,7 @@ SETS: dict[str, tuple[str, ...]] = {
     "+ gaps, z-score": ("gap 1-2", "gap 1-5", "z-score"),
     "+ z-score, neighbours": ("z-score", "neighbours"),
     "+ z-score, source share, neighbours": ("z-score", "source share", "neighbours"),
+    "+ word match, z-score": ("word match", "word match, best 2", "z-score"),
     "+ all": tuple(CANDIDATES),
 }
 
