@@ -1,4 +1,4 @@
-"""The word-by-word translation helpers of ``bench/_word_translation.py`` (measured, not shipped)."""
+"""The word-by-word translation helpers of ``bench/_word_translation.py`` (not shipped)."""
 
 from __future__ import annotations
 
