@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,8 +83,11 @@ def _offsets(context: str, pieces: Sequence[str]) -> list[int]:
     return starts
 
 
-def load_set(path: Path, name: str, lang: str, chunk_size: int) -> Corpus:
-    """Chunks and questions of one SQuAD-format file."""
+def load_set(
+    path: Path, name: str, lang: str, chunk_size: int, sentence_end: re.Pattern[str] | None = None
+) -> Corpus:
+    """Chunks and questions of one SQuAD-format file (``sentence_end``: the chunker's
+    sentence rule, when not the product's own)."""
     corpus = Corpus(name)
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         data = json.load(fh)["data"]
@@ -91,7 +95,11 @@ def load_set(path: Path, name: str, lang: str, chunk_size: int) -> Corpus:
         number = 0  # a chunk's place in its article, numbered as zerda index numbers a file's
         for p, paragraph in enumerate(article["paragraphs"]):
             context = paragraph["context"]
-            pieces = split_text(context, chunk_size)
+            pieces = (
+                split_text(context, chunk_size)
+                if sentence_end is None
+                else split_text(context, chunk_size, sentence_end=sentence_end)
+            )
             starts = _offsets(context, pieces)
             ids = [f"{lang}-{a}-{p}-{i}" for i in range(len(pieces))]
             for doc_id, piece in zip(ids, pieces, strict=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,31 @@ def test_split_text_cuts_long_paragraphs_at_sentences_then_spaces() -> None:
     assert all(len(c) <= 40 for c in chunks)
     assert " ".join(chunks[1:]).split() == ["word"] * 30
     assert split_text("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]
+
+
+def test_split_text_keeps_names_with_initials_and_abbreviations_whole() -> None:
+    text = (
+        "The hymn was translated by John C. Messenger in 1908. "
+        "Dr. Smith grew E. coli in the U.S. lab. It rained."
+    )
+    chunks = split_text(text, 60)
+    assert chunks == [
+        "The hymn was translated by John C. Messenger in 1908.",
+        "Dr. Smith grew E. coli in the U.S. lab. It rained.",
+    ]
+    # An Arabic letter alone is an initial too ("Mayor W. Haydon Burns").
+    arabic = "رئيس البلدية و. هايدون بيرنز. " + "ثم جاء المطر. " * 3
+    assert split_text(arabic, 40)[0] == "رئيس البلدية و. هايدون بيرنز."
+    # A lower-case word before the stop still ends the sentence.
+    assert split_text("It was big. Then it fell. " * 3, 30)[0] == "It was big. Then it fell."
+    # A caller's own rule replaces it: here, every full stop ends a sentence.
+    every_stop = re.compile(r"(?<=[.!?])\s+")
+    text = "A short hymn. By John C. Messenger."
+    assert split_text(text, 24) == ["A short hymn.", "By John C. Messenger."]
+    assert split_text(text, 24, sentence_end=every_stop) == [
+        "A short hymn. By John C.",
+        "Messenger.",
+    ]
 
 
 def test_split_text_starts_a_chunk_at_each_markdown_heading() -> None:

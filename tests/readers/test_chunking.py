@@ -61,6 +61,15 @@ def test_whitespace_between_sentences_is_kept_as_written() -> None:
     assert text[second[0] : second[1]] == ("x " * 30).strip()
 
 
+def test_an_initial_or_a_title_does_not_end_a_sentence() -> None:
+    text = "Translated by John C. Messenger. Mr. Lee agreed. " + "x " * 30
+    first = chunk_spans(text, 40)[0]
+    # Cut after "Messenger.", not after "C." (half a name in each chunk).
+    assert text[first[0] : first[1]] == "Translated by John C. Messenger."
+    second = chunk_spans(text, 40)[1]
+    assert text[second[0] : second[1]] == "Mr. Lee agreed."
+
+
 def test_sections_nest_by_level_and_close_at_a_sibling() -> None:
     headings = (Heading(0, 1, "A"), Heading(10, 2, "B"), Heading(20, 3, "C"), Heading(30, 2, "D"))
     document = Document(source="t", kind="markdown", text="x" * 40, headings=headings)

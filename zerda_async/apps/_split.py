@@ -33,13 +33,13 @@ def _hard_split(text: str, max_chars: int) -> Iterator[str]:
         yield text
 
 
-def _pieces(paragraph: str, max_chars: int) -> Iterator[str]:
+def _pieces(paragraph: str, max_chars: int, sentence_end: re.Pattern[str]) -> Iterator[str]:
     """A paragraph as pieces of at most ``max_chars``: whole sentences, cut at spaces if needed."""
     if len(paragraph) <= max_chars:
         yield paragraph
         return
     current = ""
-    for sentence in SENTENCE_END.split(paragraph):
+    for sentence in sentence_end.split(paragraph):
         for piece in _hard_split(sentence.strip(), max_chars):
             if current and len(current) + 1 + len(piece) <= max_chars:
                 current = f"{current} {piece}"
@@ -51,8 +51,15 @@ def _pieces(paragraph: str, max_chars: int) -> Iterator[str]:
         yield current
 
 
-def split_text(text: str, max_chars: int = 800) -> list[str]:
-    """Split ``text`` into chunks of at most ``max_chars`` characters (see module notes)."""
+def split_text(
+    text: str, max_chars: int = 800, *, sentence_end: re.Pattern[str] = SENTENCE_END
+) -> list[str]:
+    """Split ``text`` into chunks of at most ``max_chars`` characters (see module notes).
+
+    ``sentence_end`` matches the white space between two sentences of a long
+    paragraph; the default (:data:`zerda_async.readers.SENTENCE_END`) does not
+    cut after an initial or a common abbreviation ("John C. Messenger").
+    """
     if max_chars < 1:
         raise ValueError(f"max_chars must be positive, got {max_chars}")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -65,7 +72,7 @@ def split_text(text: str, max_chars: int = 800) -> list[str]:
         if _HEADING.match(paragraph) and current:
             chunks.append(current)
             current = ""
-        for piece in _pieces(paragraph, max_chars):
+        for piece in _pieces(paragraph, max_chars, sentence_end):
             if not current:
                 current = piece
             elif len(current) + 2 + len(piece) <= max_chars:

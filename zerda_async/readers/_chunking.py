@@ -34,8 +34,31 @@ __all__ = [
 PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 """A blank line (spaces or tabs allowed on it): where one paragraph ends and the next begins."""
 
-SENTENCE_END = re.compile(r"(?<=[.!?؟。])\s+")
-"""The white space after a sentence's final mark (Latin, Arabic ``؟`` or CJK ``。``)."""
+NOT_A_SENTENCE_END = (
+    *"ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    *("Mr", "Mrs", "Ms", "Dr", "Prof", "St", "Mt", "Jr", "Sr", "Gen", "Col", "Lt", "Sgt"),
+    *("Capt", "Gov", "Sen", "Rev", "Hon", "Fig", "vs", "cf", "e.g", "i.e", "et al"),
+)
+"""Words whose full stop does not end a sentence: an initial ("John C. Messenger",
+"E. coli", "U.S."), a title or a common abbreviation.  Cutting after one would put
+half a name in one chunk and half in the next, where neither matches a question
+on it; a sentence that really ends on one stays joined to the next, which costs
+nothing but a longer piece."""
+
+_ARABIC_INITIAL = r"(?<![\u0600-\u06FF\w])[\u0621-\u063A\u0641-\u0644\u0646-\u064A]\."
+"""An Arabic letter standing alone before a full stop ("و. هايدون بيرنز"): no letter
+or vowel mark may come before it (a word boundary would not do: vowel marks are not
+word characters, so the last letter of "سابقًا" would look alone).  Meem is left out:
+"651 م." is the era after a year, and ends sentences."""
+
+SENTENCE_END = re.compile(
+    r"(?<=[.!?؟。])"
+    + "".join(rf"(?<!\b{re.escape(word)}\.)" for word in NOT_A_SENTENCE_END)
+    + rf"(?<!{_ARABIC_INITIAL})"
+    + r"\s+"
+)
+"""The white space after a sentence's final mark (Latin, Arabic ``؟`` or CJK ``。``),
+unless the mark is the full stop of an initial or a word of :data:`NOT_A_SENTENCE_END`."""
 
 _NON_SPACE = re.compile(r"\S")
 
