@@ -267,8 +267,8 @@ class ContextEngineConfig(msgspec.Struct):
           keyword evidence (``bench/README.md``);
         * ``ranking.mode = "evidence"``: the fused retrieval score first (evidence 0.55,
           keyword overlap 0.20, source quality 0.15, recency 0.05, position 0.05);
-        * packing (``bench/bench_packing.py``): budgets of 2,000 / 4,000 / 6,000
-          characters by query complexity, ``composer.packing = "fit"`` (skip what
+        * packing (``bench/bench_packing.py``, ``bench_budgets.py``): budgets of 3,000 /
+          4,000 / 6,000 characters by complexity, ``composer.packing = "fit"`` (skip what
           does not fit, cut at sentence ends, never cut the frame), a relevance
           floor, ``composer.min_query_coverage = 0.15`` (say "nothing relevant" when
           no chunk holds 15% of the query's idf-weighted terms), weighed with the
