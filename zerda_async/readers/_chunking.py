@@ -34,7 +34,7 @@ __all__ = [
 PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 """A blank line (spaces or tabs allowed on it): where one paragraph ends and the next begins."""
 
-NOT_A_SENTENCE_END = (
+_NOT_A_SENTENCE_END = (
     *"ABCDEFGHIJKLMNOPQRSTUVWXYZ",
     *("Mr", "Mrs", "Ms", "Dr", "Prof", "St", "Mt", "Jr", "Sr", "Gen", "Col", "Lt", "Sgt"),
     *("Capt", "Gov", "Sen", "Rev", "Hon", "Fig", "vs", "cf", "e.g", "i.e", "et al"),
@@ -53,12 +53,12 @@ word characters, so the last letter of "سابقًا" would look alone).  Meem i
 
 SENTENCE_END = re.compile(
     r"(?<=[.!?؟。])"
-    + "".join(rf"(?<!\b{re.escape(word)}\.)" for word in NOT_A_SENTENCE_END)
+    + "".join(rf"(?<!\b{re.escape(word)}\.)" for word in _NOT_A_SENTENCE_END)
     + rf"(?<!{_ARABIC_INITIAL})"
     + r"\s+"
 )
 """The white space after a sentence's final mark (Latin, Arabic ``؟`` or CJK ``。``),
-unless the mark is the full stop of an initial or a word of :data:`NOT_A_SENTENCE_END`."""
+unless the mark is the full stop of an initial or a word of ``_NOT_A_SENTENCE_END``."""
 
 _NON_SPACE = re.compile(r"\S")
 
