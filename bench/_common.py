@@ -33,6 +33,7 @@ __all__ = [
     "make_corpus",
     "make_queries",
     "percentile",
+    "print_report",
     "pyplot",
     "save_png",
     "summarise",
@@ -90,6 +91,17 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
     sep = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
     return "\n".join([line(cells[0]), sep, *(line(r) for r in cells[1:])])
+
+
+def print_report(
+    caption: str, headers: Sequence[str], rows: Iterable[Sequence[Any]], started: float
+) -> None:
+    """Print the machine and load lines, ``caption``, the table and the seconds since
+    ``started`` (a ``time.perf_counter()`` reading)."""
+    print(f"Machine: {describe_machine()}\nLoad: {describe_load()}\n")
+    print(f"{caption}\n")
+    print(format_table(headers, rows))
+    print(f"\n{time.perf_counter() - started:.0f} s")
 
 
 def _cell(value: Any) -> str:

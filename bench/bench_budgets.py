@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import describe_load, describe_machine, format_table
+from _common import print_report
 from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import DATA, Corpus, articles_subset, cross_lingual, load_set, normalise
 from _quality_engines import make_engine
@@ -86,10 +86,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "questions",
         *(f"low {low:,}{' (shipped)' if low == shipped else ''}" for low in args.low),
     ]
-    print(f"Machine: {describe_machine()}\nLoad: {describe_load()}\n")
-    print("answer in the default context · mean characters · largest\n")
-    print(format_table(headers, rows))
-    print(f"\n{time.perf_counter() - started:.0f} s")
+    caption = "answer in the default context · mean characters · largest"
+    print_report(caption, headers, rows, started)
 
 
 if __name__ == "__main__":

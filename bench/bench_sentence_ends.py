@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import describe_load, describe_machine, format_table
+from _common import print_report
 from _quality_data import DATA, Corpus, articles_subset, load_set, normalise
 from _quality_engines import make_engine
 from _quality_metrics import WIDE_BUDGET
@@ -118,10 +118,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "answer in default context",
         "at 4,000 characters",
     ]
-    print(f"Machine: {describe_machine()}\nLoad: {describe_load()}\n")
-    print("every full stop → the product's rule\n")
-    print(format_table(headers, rows))
-    print(f"\n{time.perf_counter() - started:.0f} s")
+    print_report("every full stop → the product's rule", headers, rows, started)
 
 
 if __name__ == "__main__":
