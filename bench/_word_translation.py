@@ -19,7 +19,6 @@ the vectors are memoised per process.
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
@@ -60,7 +59,8 @@ class WordVectors:
         return np.vstack([self._rows[w] for w in words])
 
     def best_match(self, question: str, chunk_text: str) -> Matrix:
-        """For each content word of ``question``: its best cosine to a word of ``chunk_text``."""
+        """For each distinct content word of ``question`` (digits left out): its best cosine
+        to a word of ``chunk_text``; ``[0.0]`` when either side has none."""
         asked = sorted({w for w in content_words(question) if not w.isdigit()})
         found = sorted({w for w in content_words(chunk_text) if not w.isdigit()})
         if not asked or not found:
@@ -110,6 +110,6 @@ class TranslatedKeywords:
         out = np.zeros(self._matrix.shape[0])
         for word, weight in self.query(question, k, sharpness).items():
             j = self._column.get(word)
-            if j is not None and not math.isclose(weight, 0.0):
+            if j is not None and weight != 0:
                 out += weight * self._matrix[:, j]
         return out

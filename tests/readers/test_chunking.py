@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zerda_async.readers import Document, Heading, chunk_document, chunk_spans
+from zerda_async.readers import SENTENCE_END, Document, Heading, chunk_document, chunk_spans
 
 # Text with what the chunker cuts at: blank lines, sentence ends (Latin and
 # Arabic), long words, tabs and carriage-return-free line breaks.
@@ -62,12 +63,28 @@ def test_whitespace_between_sentences_is_kept_as_written() -> None:
 
 
 def test_an_initial_or_a_title_does_not_end_a_sentence() -> None:
-    text = "Translated by John C. Messenger. Mr. Lee agreed. " + "x " * 30
-    first = chunk_spans(text, 40)[0]
-    # Cut after "Messenger.", not after "C." (half a name in each chunk).
-    assert text[first[0] : first[1]] == "Translated by John C. Messenger."
-    second = chunk_spans(text, 40)[1]
-    assert text[second[0] : second[1]] == "Mr. Lee agreed."
+    text = "It rained. By John C. Messenger. " + "x " * 30
+    first, second = chunk_spans(text, 22)[:2]
+    # Every full stop as a sentence end would pack "It rained. By John C." (21).
+    assert text[first[0] : first[1]] == "It rained."
+    assert text[second[0] : second[1]] == "By John C. Messenger."
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("Dr. Smith met É. Zola in the U.S. lab. Then it rained.", 2),
+        ("А. С. Пушкин wrote it. Fig. 2 shows it, et al. said.", 2),
+        ("رئيس البلدية و. هايدون بيرنز. ثم جاء.", 2),  # an Arabic initial
+        ("رئيس البلدية وَ. هايدون بيرنز. ثم جاء.", 2),  # with its vowel mark
+        ("بنيت سنة 651 م. ثم هدمت.", 2),  # the era after a year ends a sentence
+        ("توفي سنة 1400 ه. ثم دفن.", 2),
+        ("كان معروفًا سابقًا. ويكتب.", 2),  # a vowel mark before the last letter
+        ("It was big. Then it fell. Yes? No!", 4),
+    ],
+)
+def test_sentence_ends(text: str, sentences: int) -> None:
+    assert len(SENTENCE_END.split(text)) == sentences
 
 
 def test_sections_nest_by_level_and_close_at_a_sibling() -> None:

@@ -38,7 +38,7 @@ MIN_CHUNK = _FILTER.min_chunk_length
 MAX_CHUNK = _FILTER.max_chunk_length
 
 # Default --chunk-size by profile: a few chunks fit the recommended profile's
-# smallest budget (2,000 characters); 800 is what the documented CLI always used.
+# smallest budget (3,000 characters); 800 is what the documented CLI always used.
 CHUNK_SIZES = {"recommended": 400, "documented": 800}
 
 # Default --long-chunk-size by profile (0: long files are cut like the others).

@@ -18,11 +18,13 @@ RECOMMENDED_BUDGETS: tuple[int, int, int] = (3000, 4000, 6000)
 """Context budgets (characters) of the recommended profile for low, medium, high complexity.
 
 Low was 2,000: the answer's chunk of a simple question often ranks 6th to 9th,
-behind its neighbours, and 3,000 characters hold more of those.  With e5, on every
-question of the public sets (``bench/bench_budgets.py``), the answer was in
-the default context of up to 3 more questions in 100 (ARCD 95.8% -> 97.0%,
-XQuAD Arabic 98.2% -> 99.3%, COVID-QA 79.9% -> 82.9%, across languages +1 to
-+2 points) for a mean context of about 3,000 characters instead of 2,400.
+behind its neighbours, and 3,000 characters hold more of those.  With e5, on the
+public sets (``bench/bench_budgets.py``), the answer was in the default context
+of up to 3 more questions in 100 (ARCD 95.8% -> 97.0%, XQuAD Arabic 98.2% ->
+99.3%, 20 COVID-QA articles 79.9% -> 82.9%, across languages +1 to +2 points),
+for about 800 more characters of context on average (2,200 -> 3,000).  Part
+of it is the adaptive budget: it shrinks a budget over twice the recent mean,
+so at 2,000 it also cut the medium and high budgets down.
 """
 
 RECOMMENDED_RELEVANCE_FLOOR: float = 0.06

@@ -34,31 +34,37 @@ __all__ = [
 PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 """A blank line (spaces or tabs allowed on it): where one paragraph ends and the next begins."""
 
-_NOT_A_SENTENCE_END = (
-    *"ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+_LATIN_INITIAL = r"\b[A-ZÀ-ÖØ-ÞА-ЯЁ]\."
+"""A capital letter alone before a full stop: "John C. Messenger", "E. coli", "U.S.",
+"É. Zola" (Latin, Latin-1 and Cyrillic capitals)."""
+
+_ABBREVIATIONS = (
     *("Mr", "Mrs", "Ms", "Dr", "Prof", "St", "Mt", "Jr", "Sr", "Gen", "Col", "Lt", "Sgt"),
     *("Capt", "Gov", "Sen", "Rev", "Hon", "Fig", "vs", "cf", "e.g", "i.e", "et al"),
 )
-"""Words whose full stop does not end a sentence: an initial ("John C. Messenger",
-"E. coli", "U.S."), a title or a common abbreviation.  Cutting after one would put
-half a name in one chunk and half in the next, where neither matches a question
-on it; a sentence that really ends on one stays joined to the next, which costs
-nothing but a longer piece."""
+"""Titles and common abbreviations whose full stop does not end a sentence."""
 
-_ARABIC_INITIAL = r"(?<![\u0600-\u06FF\w])[\u0621-\u063A\u0641-\u0644\u0646-\u064A]\."
-"""An Arabic letter standing alone before a full stop ("و. هايدون بيرنز"): no letter
-or vowel mark may come before it (a word boundary would not do: vowel marks are not
-word characters, so the last letter of "سابقًا" would look alone).  Meem is left out:
-"651 م." is the era after a year, and ends sentences."""
+_ARABIC_LETTER = r"(?<![\u0600-\u06FF\w])[\u0621-\u063A\u0641-\u0644\u0646\u0648-\u064A]"
+_ARABIC_INITIALS = (rf"{_ARABIC_LETTER}\.", rf"{_ARABIC_LETTER}[\u064B-\u0652]\.")
+"""An Arabic letter standing alone before a full stop ("و. هايدون بيرنز"), perhaps with
+its vowel mark: no letter or mark may come before it (a word boundary would not do:
+vowel marks are not word characters, so the last letter of "سابقًا" would look alone).
+Meem and heh are left out: "651 م." and "1400 ه." are the era after a year, and end
+sentences."""
 
 SENTENCE_END = re.compile(
-    r"(?<=[.!?؟。])"
-    + "".join(rf"(?<!\b{re.escape(word)}\.)" for word in _NOT_A_SENTENCE_END)
-    + rf"(?<!{_ARABIC_INITIAL})"
+    r"(?<=[.!?؟。])(?=\s)"  # cheap test first: most marks are not followed by a space
+    + rf"(?<!{_LATIN_INITIAL})"
+    + "".join(rf"(?<!\b{re.escape(word)}\.)" for word in _ABBREVIATIONS)
+    + "".join(rf"(?<!{initial})" for initial in _ARABIC_INITIALS)
     + r"\s+"
 )
 """The white space after a sentence's final mark (Latin, Arabic ``؟`` or CJK ``。``),
-unless the mark is the full stop of an initial or a word of ``_NOT_A_SENTENCE_END``."""
+unless the mark is the full stop of an initial, a title or a common abbreviation.
+
+Cutting there would put half a name in one chunk and half in the next, where neither
+matches a question on it.  A sentence that really ends on one ("hepatitis B.",
+"World War I.") stays joined to the next, which costs only a longer piece."""
 
 _NON_SPACE = re.compile(r"\S")
 
