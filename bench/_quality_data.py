@@ -24,6 +24,7 @@ from _common import BenchChunk, quality_data_dir
 
 from zerda_async.apps import split_text
 from zerda_async.core.index.analysis import normalize_arabic
+from zerda_async.readers import SENTENCE_END
 
 __all__ = [
     "DATA",
@@ -84,10 +85,10 @@ def _offsets(context: str, pieces: Sequence[str]) -> list[int]:
 
 
 def load_set(
-    path: Path, name: str, lang: str, chunk_size: int, sentence_end: re.Pattern[str] | None = None
+    path: Path, name: str, lang: str, chunk_size: int, sentence_end: re.Pattern[str] = SENTENCE_END
 ) -> Corpus:
     """Chunks and questions of one SQuAD-format file (``sentence_end``: the chunker's
-    sentence rule, when not the product's own)."""
+    sentence rule, the product's own unless given)."""
     corpus = Corpus(name)
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         data = json.load(fh)["data"]
@@ -95,11 +96,7 @@ def load_set(
         number = 0  # a chunk's place in its article, numbered as zerda index numbers a file's
         for p, paragraph in enumerate(article["paragraphs"]):
             context = paragraph["context"]
-            pieces = (
-                split_text(context, chunk_size)
-                if sentence_end is None
-                else split_text(context, chunk_size, sentence_end=sentence_end)
-            )
+            pieces = split_text(context, chunk_size, sentence_end=sentence_end)
             starts = _offsets(context, pieces)
             ids = [f"{lang}-{a}-{p}-{i}" for i in range(len(pieces))]
             for doc_id, piece in zip(ids, pieces, strict=True):

@@ -36,7 +36,10 @@ from _common import print_report
 from _e5_vectors import E5Embedder, E5Vectors
 from _quality_data import Corpus, half_of, normalise
 from _quality_engines import make_engine
+from _quality_metrics import reciprocal
 from bench_budgets import sets
+from bench_misses import first_rank
+from bench_pair import HALVES, vector_ranks
 from bench_rerank import _config, ranked_list
 
 
@@ -54,21 +57,28 @@ class DualForm(E5Embedder):
         return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
 
 
+def mrr_by_half(corpus: Corpus, ranks: Sequence[int | None]) -> str:
+    """'tune / held-out' MRR@20 of each question's rank of its first relevant chunk."""
+    by_half: dict[str, list[float]] = {half: [] for half in HALVES}
+    for q, rank in zip(corpus.questions, ranks, strict=True):
+        by_half[half_of(q)].append(reciprocal(rank))
+    return " / ".join(f"{statistics.fmean(by_half[half] or [0.0]):.3f}" for half in HALVES)
+
+
 def measure(corpus: Corpus, embedder: Any) -> str:
     """'tune / held-out MRR@20 · answer in context · false flags' of one system."""
     engine = make_engine(_config(), corpus.chunks, embedder)
-    reciprocal: dict[str, list[float]] = {"tune": [], "held-out": []}
+    ranks = [
+        first_rank([sc.chunk.doc_id for sc in ranked_list(engine, q.text, 20)], q)
+        for q in corpus.questions
+    ]
     answered = flagged = 0
     for q in corpus.questions:
-        ids = [sc.chunk.doc_id for sc in ranked_list(engine, q.text, 20)]
-        rank = next((i + 1 for i, d in enumerate(ids) if d in q.relevant), None)
-        reciprocal[half_of(q)].append(1 / rank if rank else 0.0)
         result = engine.run(q.text, use_history=False, record_turn=False)
         answered += any(normalise(a) in normalise(result.context) for a in q.answers)
         flagged += result.nothing_relevant
     n = max(1, len(corpus.questions))
-    mrr = " / ".join(f"{statistics.fmean(reciprocal[h] or [0.0]):.3f}" for h in reciprocal)
-    return f"{mrr} · {answered / n:.1%} · {flagged / n:.1%}"
+    return f"{mrr_by_half(corpus, ranks)} · {answered / n:.1%} · {flagged / n:.1%}"
 
 
 def cosine_alone(corpus: Corpus, vectors: E5Vectors) -> list[str]:
@@ -78,15 +88,10 @@ def cosine_alone(corpus: Corpus, vectors: E5Vectors) -> list[str]:
     as_queries = np.asarray(vectors.queries([c.text for c in corpus.chunks]), dtype=np.float64)
     questions = np.asarray(vectors.queries([q.text for q in corpus.questions]), dtype=np.float64)
     ids = [c.doc_id for c in corpus.chunks]
-    cells = []
-    for scores in (questions @ passages.T, questions @ (passages + as_queries).T):
-        reciprocal: dict[str, list[float]] = {"tune": [], "held-out": []}
-        for row, q in zip(scores, corpus.questions, strict=True):
-            order = np.argsort(-row, kind="stable")[:20]
-            rank = next((i + 1 for i, j in enumerate(order) if ids[j] in q.relevant), None)
-            reciprocal[half_of(q)].append(1 / rank if rank else 0.0)
-        cells.append(" / ".join(f"{statistics.fmean(v or [0.0]):.3f}" for v in reciprocal.values()))
-    return cells
+    return [
+        mrr_by_half(corpus, vector_ranks(scores, ids, corpus))
+        for scores in (questions @ passages.T, questions @ (passages + as_queries).T)
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -40,6 +40,7 @@ flags today.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import statistics
 import sys
@@ -144,14 +145,14 @@ def has_names(question: str, _: list[ScoredChunk]) -> float:
     return 1.0 if names(question) else 0.0
 
 
-_WORDS: list[WordVectors] = []
-"""The e5 word vectors, made on first use (importing the bench loads no model)."""
+@functools.cache
+def _words() -> WordVectors:
+    """The e5 word vectors, made on first use (importing the bench loads no model)."""
+    return WordVectors()
 
 
 def _best_match(question: str, listed: list[ScoredChunk]) -> np.ndarray:
-    if not _WORDS:
-        _WORDS.append(WordVectors())
-    return _WORDS[0].best_match(question, listed[0].text) if listed else np.zeros(1)
+    return _words().best_match(question, listed[0].text) if listed else np.zeros(1)
 
 
 def word_match(question: str, listed: list[ScoredChunk]) -> float:

@@ -31,9 +31,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import print_report
-from _quality_data import DATA, Corpus, articles_subset, load_set, normalise
+from _quality_data import DATA, Corpus, articles_subset, load_set
 from _quality_engines import make_engine
-from _quality_metrics import WIDE_BUDGET
+from _quality_metrics import context_metrics
 from bench_rerank import _config
 
 from zerda_async.readers import SENTENCE_END
@@ -61,18 +61,8 @@ def kept_cuts(path: Path) -> int:
 
 def answers_in_context(corpus: Corpus, embedder: Any) -> tuple[float, float]:
     """Shares of questions whose answer is in the default and the 4,000-character context."""
-    engine = make_engine(_config(), corpus.chunks, embedder)
-    default = wide = 0
-    for q in corpus.questions:
-        answers = [normalise(a) for a in q.answers]
-        run = engine.run(q.text, use_history=False, record_turn=False)
-        default += any(a in normalise(run.context) for a in answers)
-        ctx = engine.run(
-            q.text, override_budget=WIDE_BUDGET, use_history=False, record_turn=False
-        ).context
-        wide += any(a in normalise(ctx) for a in answers)
-    n = max(1, len(corpus.questions))
-    return default / n, wide / n
+    figures = context_metrics(make_engine(_config(), corpus.chunks, embedder), corpus.questions, [])
+    return figures.default, figures.wide
 
 
 def main(argv: Sequence[str] | None = None) -> None:
